@@ -1,0 +1,80 @@
+// The Communicator interface: the only way gradwire talks to the network. One folder per backend
+// (plugin/comm/mpi/, later plugin/comm/nccl/); CountingCommunicator decorates any of them with
+// per-kind byte counters.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace gw {
+
+enum class DataType { kUInt8, kInt32, kInt64, kFloat16, kFloat32, kFloat64 };
+std::size_t size_of(DataType type);
+const char* to_string(DataType type);
+
+enum class ReduceOp { kSum, kMax, kMin };
+
+// What the bytes of a collective are for; every report splits traffic by these.
+enum class TrafficKind { kGradient = 0, kParameter = 1, kControl = 2 };
+inline constexpr int kNumTrafficKinds = 3;
+const char* to_string(TrafficKind kind);
+
+// A collective failed (or was called with arguments a backend cannot carry). The message names the
+// operation and the rank.
+class CommError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A handle on an asynchronous collective. wait() blocks until it completes and rethrows its error;
+// calling it again returns at once (or rethrows again). Destroying a handle that was never waited
+// for waits for it, so buffers are never released under a running operation.
+class Work {
+ public:
+  virtual ~Work() = default;
+  virtual void wait() = 0;
+};
+using WorkHandle = std::unique_ptr<Work>;
+
+// Collectives over a fixed group of ranks. Every rank must call the same collectives in the same
+// order with matching counts (as in MPI). Buffers must stay valid until the handle's wait() returns.
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  // In place: buffer[i] = op over ranks of buffer[i].
+  virtual WorkHandle allreduce_async(void* buffer, std::size_t count, DataType type, ReduceOp op,
+                                     TrafficKind kind) = 0;
+
+  // recv receives every rank's send block, in rank order; recv_counts[r] is rank r's send_count
+  // (recv_counts.size() == size(), recv_counts[rank()] == send_count).
+  virtual WorkHandle allgatherv_async(const void* send, std::size_t send_count, void* recv,
+                                      std::vector<std::size_t> recv_counts, DataType type,
+                                      TrafficKind kind) = 0;
+
+  // buffer on every rank receives root's buffer.
+  virtual WorkHandle broadcast_async(void* buffer, std::size_t count, DataType type, int root,
+                                     TrafficKind kind) = 0;
+
+  virtual void barrier() = 0;
+
+  // Blocking forms.
+  void allreduce(void* buffer, std::size_t count, DataType type, ReduceOp op, TrafficKind kind) {
+    allreduce_async(buffer, count, type, op, kind)->wait();
+  }
+  void allgatherv(const void* send, std::size_t send_count, void* recv,
+                  std::vector<std::size_t> recv_counts, DataType type, TrafficKind kind) {
+    allgatherv_async(send, send_count, recv, std::move(recv_counts), type, kind)->wait();
+  }
+  void broadcast(void* buffer, std::size_t count, DataType type, int root, TrafficKind kind) {
+    broadcast_async(buffer, count, type, root, kind)->wait();
+  }
+};
+
+}  // namespace gw

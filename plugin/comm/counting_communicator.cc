@@ -1,0 +1,86 @@
+#include "plugin/comm/counting_communicator.h"
+
+#include <numeric>
+
+namespace gw {
+
+std::uint64_t TrafficCounters::total_sent() const {
+  std::uint64_t total = 0;
+  for (const auto& k : kinds) total += k.sent_bytes;
+  return total;
+}
+
+CountingCommunicator::CountingCommunicator(std::unique_ptr<Communicator> inner)
+    : inner_(std::move(inner)) {
+  if (!inner_) throw std::invalid_argument("CountingCommunicator needs a communicator to wrap");
+}
+
+std::uint64_t CountingCommunicator::allreduce_bytes(std::size_t count, std::size_t element_size,
+                                                    int rank, int size) {
+  if (size <= 1) return 0;
+  const auto n = static_cast<std::uint64_t>(size);
+  const auto r = static_cast<std::uint64_t>(rank);
+  const std::uint64_t own_chunk = count / n + (r < count % n ? 1 : 0);
+  // count + (n - 2) * own_chunk, written so that n == 2 needs no negative term.
+  return (static_cast<std::uint64_t>(count) + (n - 2) * own_chunk) * element_size;
+}
+
+void CountingCommunicator::record(TrafficKind kind, std::uint64_t sent, std::uint64_t received) {
+  auto& k = kinds_[static_cast<std::size_t>(kind)];
+  k.sent.fetch_add(sent, std::memory_order_relaxed);
+  k.received.fetch_add(received, std::memory_order_relaxed);
+  k.calls.fetch_add(1, std::memory_order_relaxed);
+}
+
+WorkHandle CountingCommunicator::allreduce_async(void* buffer, std::size_t count, DataType type,
+                                                 ReduceOp op, TrafficKind kind) {
+  WorkHandle work = inner_->allreduce_async(buffer, count, type, op, kind);
+  const std::uint64_t bytes = allreduce_bytes(count, size_of(type), rank(), size());
+  record(kind, bytes, bytes);
+  return work;
+}
+
+WorkHandle CountingCommunicator::allgatherv_async(const void* send, std::size_t send_count,
+                                                  void* recv, std::vector<std::size_t> recv_counts,
+                                                  DataType type, TrafficKind kind) {
+  const std::uint64_t total = std::accumulate(recv_counts.begin(), recv_counts.end(),
+                                              std::uint64_t{0});
+  WorkHandle work =
+      inner_->allgatherv_async(send, send_count, recv, std::move(recv_counts), type, kind);
+  const std::uint64_t element = size_of(type);
+  const auto others = static_cast<std::uint64_t>(size() - 1);
+  record(kind, others * send_count * element, (total - send_count) * element);
+  return work;
+}
+
+WorkHandle CountingCommunicator::broadcast_async(void* buffer, std::size_t count, DataType type,
+                                                 int root, TrafficKind kind) {
+  WorkHandle work = inner_->broadcast_async(buffer, count, type, root, kind);
+  const std::uint64_t bytes = static_cast<std::uint64_t>(count) * size_of(type);
+  if (rank() == root) {
+    record(kind, bytes * static_cast<std::uint64_t>(size() - 1), 0);
+  } else {
+    record(kind, 0, bytes);
+  }
+  return work;
+}
+
+TrafficCounters CountingCommunicator::counters() const {
+  TrafficCounters out;
+  for (std::size_t i = 0; i < kinds_.size(); ++i) {
+    out.kinds[i].sent_bytes = kinds_[i].sent.load(std::memory_order_relaxed);
+    out.kinds[i].received_bytes = kinds_[i].received.load(std::memory_order_relaxed);
+    out.kinds[i].calls = kinds_[i].calls.load(std::memory_order_relaxed);
+  }
+  return out;
+}
+
+void CountingCommunicator::reset() {
+  for (auto& k : kinds_) {
+    k.sent.store(0);
+    k.received.store(0);
+    k.calls.store(0);
+  }
+}
+
+}  // namespace gw

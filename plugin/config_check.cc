@@ -1,0 +1,73 @@
+#include "plugin/config_check.h"
+
+#include <cstdint>
+#include <set>
+#include <vector>
+
+#include "plugin/config/config.h"
+
+namespace gw {
+namespace {
+
+std::uint64_t fnv1a(const std::string& text) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (const unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+}  // namespace
+
+void check_same_on_all_ranks(Communicator& comm, const std::string& canonical) {
+  const auto n = static_cast<std::size_t>(comm.size());
+  const std::vector<std::size_t> ones(n, 1);
+
+  const auto hash = static_cast<std::int64_t>(fnv1a(canonical));
+  std::vector<std::int64_t> hashes(n);
+  comm.allgatherv(&hash, 1, hashes.data(), ones, DataType::kInt64, TrafficKind::kControl);
+  bool same = true;
+  for (const auto h : hashes) same = same && h == hashes[0];
+  if (same) return;
+
+  // Every rank saw the same hashes, so every rank takes this path: exchange the texts to name the
+  // differing keys.
+  const auto length = static_cast<std::int64_t>(canonical.size());
+  std::vector<std::int64_t> lengths(n);
+  comm.allgatherv(&length, 1, lengths.data(), ones, DataType::kInt64, TrafficKind::kControl);
+  std::vector<std::size_t> counts(n);
+  std::size_t total = 0;
+  for (std::size_t r = 0; r < n; ++r) total += counts[r] = static_cast<std::size_t>(lengths[r]);
+  std::string all(total, '\0');
+  comm.allgatherv(canonical.data(), canonical.size(), all.data(), counts, DataType::kUInt8,
+                  TrafficKind::kControl);
+
+  std::vector<std::map<std::string, std::string>> per_rank;
+  std::set<std::string> keys;
+  std::size_t offset = 0;
+  for (std::size_t r = 0; r < n; ++r) {
+    per_rank.push_back(config::parse_canonical(all.substr(offset, counts[r])));
+    offset += counts[r];
+    for (const auto& kv : per_rank.back()) keys.insert(kv.first);
+  }
+  std::string message = "configuration differs across ranks (every rank must use the same):";
+  for (const auto& key : keys) {
+    bool differs = false;
+    for (std::size_t r = 1; r < n; ++r) {
+      differs = differs || per_rank[r].count(key) != per_rank[0].count(key) ||
+                (per_rank[r].count(key) && per_rank[r].at(key) != per_rank[0].at(key));
+    }
+    if (!differs) continue;
+    message += "\n  " + key + ":";
+    for (std::size_t r = 0; r < n; ++r) {
+      const auto it = per_rank[r].find(key);
+      message += " rank " + std::to_string(r) + " '" +
+                 (it == per_rank[r].end() ? std::string("<unset>") : it->second) + "'" +
+                 (r + 1 < n ? "," : "");
+    }
+  }
+  throw config::ConfigError(message);
+}
+
+}  // namespace gw

@@ -1,0 +1,129 @@
+#include "plugin/distributed_optimizer.h"
+
+#include <cstring>
+#include <set>
+#include <stdexcept>
+
+#include "kernels/elementwise.h"
+#include "plugin/config/params.h"
+#include "plugin/config_check.h"
+
+namespace gw {
+
+DistributedOptimizer::DistributedOptimizer(std::shared_ptr<CountingCommunicator> comm,
+                                           std::unique_ptr<Optimizer> inner,
+                                           std::vector<ParameterSpec> params, Options options)
+    : comm_(std::move(comm)), inner_(std::move(inner)), config_(std::move(options.config)) {
+  // Everything local is validated before the first collective.
+  if (options.read_environment) config_.apply_process_environment();
+  if (!comm_) throw std::invalid_argument("DistributedOptimizer: communicator is null");
+  if (!inner_) throw std::invalid_argument("DistributedOptimizer: inner optimizer is null");
+  if (params.empty()) throw std::invalid_argument("DistributedOptimizer: no parameters");
+  average_ = config_.get_string(config::keys::kGradientReduction) == "average";
+
+  std::set<std::string> names;
+  std::size_t offset = 0;
+  for (auto& p : params) {
+    if (p.value == nullptr || p.numel == 0) {
+      throw std::invalid_argument("DistributedOptimizer: parameter '" + p.name +
+                                  "' has no values (null pointer or zero elements)");
+    }
+    if (!names.insert(p.name).second) {
+      throw std::invalid_argument("DistributedOptimizer: parameter name '" + p.name +
+                                  "' registered twice");
+    }
+    params_.push_back(Registered{std::move(p), offset});
+    offset += params_.back().spec.numel;
+  }
+  flat_gradients_.assign(offset, 0.0f);
+  ready_.assign(params_.size(), 0);
+  views_.reserve(params_.size());
+  for (const auto& p : params_) {
+    views_.push_back(ParameterView{p.spec.name, p.spec.value,
+                                   flat_gradients_.data() + p.offset, p.spec.numel});
+  }
+
+  check_same_on_all_ranks(*comm_, config_.canonical() + layout_canonical());
+  if (config_.get_bool(config::keys::kBroadcastParameters)) broadcast_parameters();
+}
+
+std::string DistributedOptimizer::layout_canonical() const {
+  // One line per parameter, so a mismatch names the parameter that differs.
+  std::string out;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    out += "parameter[" + std::to_string(i) + "]=" + params_[i].spec.name + " (" +
+           std::to_string(params_[i].spec.numel) + " elements)\n";
+  }
+  out += "parameters=" + std::to_string(params_.size()) + "\n";
+  return out;
+}
+
+float* DistributedOptimizer::gradient(std::size_t i) {
+  if (i >= params_.size()) {
+    throw std::out_of_range("DistributedOptimizer::gradient: parameter index " +
+                            std::to_string(i) + " of " + std::to_string(params_.size()));
+  }
+  return flat_gradients_.data() + params_[i].offset;
+}
+
+std::vector<float*> DistributedOptimizer::gradient_views() {
+  std::vector<float*> out;
+  out.reserve(params_.size());
+  for (std::size_t i = 0; i < params_.size(); ++i) out.push_back(gradient(i));
+  return out;
+}
+
+void DistributedOptimizer::gradient_ready(std::size_t i) {
+  if (i >= params_.size()) {
+    throw std::logic_error("gradient_ready: parameter index " + std::to_string(i) + " of " +
+                           std::to_string(params_.size()));
+  }
+  if (ready_[i]) {
+    throw std::logic_error("gradient_ready: parameter '" + params_[i].spec.name +
+                           "' reported ready twice in step " + std::to_string(steps_));
+  }
+  ready_[i] = 1;
+  ++ready_count_;
+}
+
+void DistributedOptimizer::synchronize_gradients() {
+  if (ready_count_ != 0 && ready_count_ != params_.size()) {
+    std::string missing;
+    for (std::size_t i = 0; i < params_.size(); ++i) {
+      if (!ready_[i]) missing += (missing.empty() ? "" : ", ") + params_[i].spec.name;
+    }
+    throw std::logic_error("step " + std::to_string(steps_) +
+                           ": gradient_ready was not called for: " + missing);
+  }
+  comm_->allreduce(flat_gradients_.data(), flat_gradients_.size(), DataType::kFloat32,
+                   ReduceOp::kSum, TrafficKind::kGradient);
+  if (average_ && comm_->size() > 1) {
+    kernels::scale(flat_gradients_.data(), 1.0f / static_cast<float>(comm_->size()),
+                   flat_gradients_.size(), Device::kHost);
+  }
+  std::fill(ready_.begin(), ready_.end(), 0);
+  ready_count_ = 0;
+}
+
+void DistributedOptimizer::step() {
+  synchronize_gradients();
+  inner_->step(views_);
+  ++steps_;
+}
+
+void DistributedOptimizer::broadcast_parameters() {
+  // One collective for all parameters: pack, broadcast, unpack.
+  broadcast_staging_.resize(flat_gradients_.size());
+  for (const auto& p : params_) {
+    std::memcpy(broadcast_staging_.data() + p.offset, p.spec.value, p.spec.numel * sizeof(float));
+  }
+  comm_->broadcast(broadcast_staging_.data(), broadcast_staging_.size(), DataType::kFloat32, 0,
+                   TrafficKind::kParameter);
+  for (const auto& p : params_) {
+    std::memcpy(p.spec.value, broadcast_staging_.data() + p.offset, p.spec.numel * sizeof(float));
+  }
+  broadcast_staging_.clear();
+  broadcast_staging_.shrink_to_fit();
+}
+
+}  // namespace gw
