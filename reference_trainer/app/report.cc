@@ -1,0 +1,159 @@
+#include "reference_trainer/app/report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace gw::trainer {
+namespace {
+
+constexpr char kParamMagic[8] = {'G', 'W', 'P', 'A', 'R', 'A', 'M', '1'};
+
+nlohmann::json traffic_json(const std::vector<TrafficCounters>& per_rank, std::int64_t steps) {
+  nlohmann::json out = nlohmann::json::object();
+  for (int k = 0; k < kNumTrafficKinds; ++k) {
+    std::uint64_t sent_max = 0, sent_total = 0, received_max = 0, calls = 0;
+    for (const auto& c : per_rank) {
+      sent_max = std::max(sent_max, c.kinds[k].sent_bytes);
+      sent_total += c.kinds[k].sent_bytes;
+      received_max = std::max(received_max, c.kinds[k].received_bytes);
+      calls = std::max(calls, c.kinds[k].calls);
+    }
+    out[to_string(static_cast<TrafficKind>(k))] = {
+        {"sent_bytes_max_rank", sent_max},
+        {"sent_bytes_total", sent_total},
+        {"received_bytes_max_rank", received_max},
+        {"calls_max_rank", calls},
+        {"sent_bytes_per_step_max_rank",
+         steps > 0 ? static_cast<double>(sent_max) / static_cast<double>(steps) : 0.0}};
+  }
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json make_report(const TrainerOptions& options, const config::Config& config,
+                           const TrainResult& result) {
+  nlohmann::json cfg = nlohmann::json::object(), sources = nlohmann::json::object();
+  for (const auto& p : config.registry().params()) {
+    cfg[p.key] = config.text(p.key);
+    sources[p.key] = to_string(config.source(p.key));
+  }
+  nlohmann::json epochs = nlohmann::json::array();
+  for (const auto& e : result.epochs) {
+    epochs.push_back({{"epoch", e.epoch},
+                      {"loss", e.loss},
+                      {"test_accuracy", e.test_accuracy},
+                      {"test_loss", e.test_loss},
+                      {"wall_seconds", e.wall_seconds},
+                      {"train_seconds", e.train_seconds},
+                      {"samples", e.samples},
+                      {"gradient_bytes_sent", e.gradient_bytes_sent}});
+  }
+  nlohmann::json traffic = traffic_json(result.traffic_per_rank, result.steps);
+  const double samples_per_second =
+      result.train_seconds > 0 ? static_cast<double>(result.samples) / result.train_seconds : 0.0;
+  return {
+      {"program", "gradwire_train"},
+      {"config", cfg},
+      {"config_sources", sources},
+      {"world_size", result.world_size},
+      {"model", options.model},
+      {"model_description", result.model_description},
+      {"parameters", result.parameters},
+      {"optimizer", options.optimizer},
+      {"lr", options.lr},
+      {"momentum", options.momentum},
+      {"weight_decay", options.weight_decay},
+      {"seed", options.seed},
+      {"batch_size_per_rank", options.batch_size},
+      {"global_batch_size", options.batch_size * static_cast<std::size_t>(result.world_size)},
+      {"steps", result.steps},
+      {"epochs", epochs},
+      {"final_test_accuracy", result.final_test_accuracy},
+      {"wall_seconds", result.wall_seconds},
+      {"train_seconds", result.train_seconds},
+      {"samples", result.samples},
+      {"samples_per_second", samples_per_second},
+      {"samples_per_second_is",
+       "training samples processed by all ranks / training wall seconds on rank 0 "
+       "(evaluation excluded)"},
+      {"gradient_bytes_per_step",
+       traffic["gradient"]["sent_bytes_per_step_max_rank"].get<double>()},
+      {"traffic", traffic},
+      {"traffic_is",
+       "bytes per rank from gradwire's communicator counters (see Note [What the counters "
+       "count] in plugin/comm/counting_communicator.h)"},
+  };
+}
+
+void write_report(const nlohmann::json& report, const std::string& path) {
+  std::ofstream out(path);
+  if (!out) throw std::runtime_error("cannot write report to '" + path + "'");
+  out << report.dump(2) << "\n";
+  if (!out) throw std::runtime_error("error while writing report to '" + path + "'");
+}
+
+std::string summary_text(const nlohmann::json& r) {
+  const auto& t = r["traffic"];
+  const double mb = 1e6;
+  std::ostringstream out;
+  char line[256];
+  out << "---- gradwire_train summary ----\n";
+  std::snprintf(line, sizeof line, "%-28s %.4f\n", "final test accuracy",
+                r["final_test_accuracy"].get<double>());
+  out << line;
+  std::snprintf(line, sizeof line, "%-28s %.1f s (%lld steps, %d ranks)\n", "wall time",
+                r["wall_seconds"].get<double>(), static_cast<long long>(r["steps"].get<std::int64_t>()),
+                r["world_size"].get<int>());
+  out << line;
+  std::snprintf(line, sizeof line, "%-28s %.0f\n", "samples/s (training)",
+                r["samples_per_second"].get<double>());
+  out << line;
+  for (const char* kind : {"gradient", "parameter", "control"}) {
+    std::snprintf(line, sizeof line, "%-28s %.2f MB sent (max rank), %.2f MB all ranks\n",
+                  (std::string(kind) + " traffic").c_str(),
+                  t[kind]["sent_bytes_max_rank"].get<double>() / mb,
+                  t[kind]["sent_bytes_total"].get<double>() / mb);
+    out << line;
+  }
+  std::snprintf(line, sizeof line, "%-28s %.3f MB\n", "gradient bytes per step",
+                r["gradient_bytes_per_step"].get<double>() / mb);
+  out << line;
+  return out.str();
+}
+
+void save_parameters(const std::vector<float>& values, const std::string& path) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw std::runtime_error("cannot write parameters to '" + path + "'");
+  const std::uint64_t count = values.size();
+  out.write(kParamMagic, sizeof kParamMagic);
+  out.write(reinterpret_cast<const char*>(&count), sizeof count);
+  out.write(reinterpret_cast<const char*>(values.data()),
+            static_cast<std::streamsize>(values.size() * sizeof(float)));
+  if (!out) throw std::runtime_error("error while writing parameters to '" + path + "'");
+}
+
+std::vector<float> load_parameters(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read parameters from '" + path + "'");
+  char magic[8];
+  std::uint64_t count = 0;
+  in.read(magic, sizeof magic);
+  in.read(reinterpret_cast<char*>(&count), sizeof count);
+  if (!in || std::memcmp(magic, kParamMagic, sizeof magic) != 0) {
+    throw std::runtime_error("'" + path + "' is not a gradwire parameter file");
+  }
+  if (count > (std::uint64_t{1} << 34)) {
+    throw std::runtime_error("'" + path + "': implausible parameter count " + std::to_string(count));
+  }
+  std::vector<float> values(count);
+  in.read(reinterpret_cast<char*>(values.data()), static_cast<std::streamsize>(count * sizeof(float)));
+  if (!in) throw std::runtime_error("'" + path + "' is truncated");
+  return values;
+}
+
+}  // namespace gw::trainer

@@ -1,0 +1,186 @@
+#include "reference_trainer/app/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "plugin/distributed_optimizer.h"
+#include "reference_trainer/app/progress.h"
+#include "reference_trainer/data/sharder.h"
+#include "reference_trainer/nn/make_model.h"
+#include "reference_trainer/optim/adam.h"
+#include "reference_trainer/optim/sgd.h"
+
+namespace gw::trainer {
+namespace {
+
+std::unique_ptr<Optimizer> make_optimizer(const TrainerOptions& o) {
+  if (o.optimizer == "adam") {
+    Adam::Options a;
+    a.lr = o.lr;
+    a.weight_decay = o.weight_decay;
+    return std::make_unique<Adam>(a);
+  }
+  Sgd::Options s;
+  s.lr = o.lr;
+  s.momentum = o.momentum;
+  s.nesterov = o.nesterov;
+  s.weight_decay = o.weight_decay;
+  return std::make_unique<Sgd>(s);
+}
+
+// Wall time on rank 0 after every rank has arrived: the time of the slowest rank.
+double synchronized_now(Communicator& comm) {
+  comm.barrier();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+struct Evaluation {
+  double accuracy = 0;
+  double loss = 0;
+};
+
+// Each rank evaluates a contiguous slice of the test set; the sums are combined with one
+// allreduce (control traffic).
+Evaluation evaluate(Model& model, const Dataset& test, Communicator& comm) {
+  const std::size_t n = static_cast<std::size_t>(comm.size());
+  const std::size_t r = static_cast<std::size_t>(comm.rank());
+  const std::size_t begin = test.size() * r / n, end = test.size() * (r + 1) / n;
+  const std::size_t features = test.features();
+  constexpr std::size_t kChunk = 500;
+  double sums[3] = {0, 0, static_cast<double>(end - begin)};  // loss, correct, count
+  for (std::size_t i = begin; i < end; i += kChunk) {
+    const std::size_t b = std::min(kChunk, end - i);
+    std::int64_t correct = 0;
+    model.evaluate(test.images.data() + i * features, test.labels.data() + i, b, &sums[0],
+                   &correct);
+    sums[1] += static_cast<double>(correct);
+  }
+  comm.allreduce(sums, 3, DataType::kFloat64, ReduceOp::kSum, TrafficKind::kControl);
+  return Evaluation{sums[1] / sums[2], sums[0] / sums[2]};
+}
+
+std::vector<TrafficCounters> gather_traffic(CountingCommunicator& comm) {
+  // Snapshot first: the gather itself is not part of the run's traffic.
+  const TrafficCounters mine = comm.counters();
+  constexpr std::size_t kFields = 3 * kNumTrafficKinds;
+  std::int64_t send[kFields];
+  for (int k = 0; k < kNumTrafficKinds; ++k) {
+    send[3 * k] = static_cast<std::int64_t>(mine.kinds[k].sent_bytes);
+    send[3 * k + 1] = static_cast<std::int64_t>(mine.kinds[k].received_bytes);
+    send[3 * k + 2] = static_cast<std::int64_t>(mine.kinds[k].calls);
+  }
+  const auto n = static_cast<std::size_t>(comm.size());
+  std::vector<std::int64_t> all(kFields * n);
+  comm.allgatherv(send, kFields, all.data(), std::vector<std::size_t>(n, kFields),
+                  DataType::kInt64, TrafficKind::kControl);
+  std::vector<TrafficCounters> out(n);
+  for (std::size_t r = 0; r < n; ++r) {
+    for (int k = 0; k < kNumTrafficKinds; ++k) {
+      out[r].kinds[k].sent_bytes = static_cast<std::uint64_t>(all[r * kFields + 3 * k]);
+      out[r].kinds[k].received_bytes = static_cast<std::uint64_t>(all[r * kFields + 3 * k + 1]);
+      out[r].kinds[k].calls = static_cast<std::uint64_t>(all[r * kFields + 3 * k + 2]);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TrainResult train(const TrainerOptions& options, const config::Config& config,
+                  const FashionMnist& data, std::shared_ptr<CountingCommunicator> comm) {
+  const int world = comm->size(), rank = comm->rank();
+  const bool is_root = rank == 0;
+
+  std::unique_ptr<Model> model = make_model(options.model, options.seed);
+  std::vector<ParameterSpec> specs;
+  for (const auto& p : model->parameters()) specs.push_back({p.name, p.value, p.numel});
+  DistributedOptimizerOptions dopt_options;
+  dopt_options.config = config;
+  dopt_options.read_environment = false;  // `config` already holds the environment
+  DistributedOptimizer optimizer(comm, make_optimizer(options), std::move(specs), dopt_options);
+  model->bind_gradients(optimizer.gradient_views());
+
+  EpochSharder sharder(data.train.size(), world, rank, options.batch_size, options.seed);
+  const std::size_t steps_per_epoch = sharder.steps_per_epoch();
+
+  TrainResult result;
+  result.world_size = world;
+  result.parameters = model->num_parameters();
+  result.model_description = model->describe();
+  if (is_root) {
+    std::printf("gradwire_train: %s | %s | %d ranks x batch %zu | %zu steps/epoch\n",
+                result.model_description.c_str(), optimizer.inner().name().c_str(), world,
+                options.batch_size, steps_per_epoch);
+    std::fflush(stdout);
+  }
+
+  std::vector<std::size_t> indices;
+  std::vector<float> images;
+  std::vector<std::uint8_t> labels;
+  const auto on_ready = [&optimizer](std::size_t i) { optimizer.gradient_ready(i); };
+  ProgressBar progress(is_root && options.progress);
+
+  const double run_start = synchronized_now(*comm);
+  const auto reached_max_steps = [&] {
+    return options.max_steps > 0 && result.steps >= options.max_steps;
+  };
+  for (int epoch = 1; epoch <= options.epochs && !reached_max_steps(); ++epoch) {
+    EpochResult e;
+    e.epoch = epoch;
+    const std::uint64_t gradient_bytes_before =
+        comm->counters()[TrafficKind::kGradient].sent_bytes;
+    const double epoch_start = synchronized_now(*comm);
+    double loss_sum = 0;
+    std::size_t steps_done = 0;
+    for (std::size_t step = 0; step < steps_per_epoch; ++step) {
+      if (reached_max_steps()) break;
+      sharder.batch(static_cast<std::uint64_t>(epoch - 1), step, indices);
+      gather(data.train, indices, images, labels);
+      loss_sum += model->forward_backward(images.data(), labels.data(), indices.size(), on_ready);
+      optimizer.step();
+      ++result.steps;
+      ++steps_done;
+      progress.update(epoch, options.epochs, step + 1, steps_per_epoch, loss_sum / steps_done);
+    }
+    progress.finish();
+    const double train_end = synchronized_now(*comm);
+    // The epoch's training loss, averaged over steps and ranks.
+    double loss_and_steps[2] = {loss_sum, static_cast<double>(steps_done)};
+    comm->allreduce(loss_and_steps, 2, DataType::kFloat64, ReduceOp::kSum, TrafficKind::kControl);
+    const Evaluation eval = evaluate(*model, data.test, *comm);
+    const double epoch_end = synchronized_now(*comm);
+
+    e.loss = loss_and_steps[1] > 0 ? loss_and_steps[0] / loss_and_steps[1] : 0.0;
+    e.test_accuracy = eval.accuracy;
+    e.test_loss = eval.loss;
+    e.train_seconds = train_end - epoch_start;
+    e.wall_seconds = epoch_end - epoch_start;
+    e.samples = static_cast<std::uint64_t>(steps_done) * sharder.global_batch();
+    e.gradient_bytes_sent =
+        comm->counters()[TrafficKind::kGradient].sent_bytes - gradient_bytes_before;
+    result.train_seconds += e.train_seconds;
+    result.samples += e.samples;
+    result.epochs.push_back(e);
+    if (is_root) {
+      std::printf(
+          "epoch %d/%d  loss %.4f  test_acc %.4f  samples/s %.0f  grad MB sent %.1f  (%.1f s)\n",
+          epoch, options.epochs, e.loss, e.test_accuracy,
+          e.train_seconds > 0 ? static_cast<double>(e.samples) / e.train_seconds : 0.0,
+          static_cast<double>(e.gradient_bytes_sent) / 1e6, e.wall_seconds);
+      std::fflush(stdout);
+    }
+  }
+  result.wall_seconds = synchronized_now(*comm) - run_start;
+  result.final_test_accuracy = result.epochs.empty() ? 0.0 : result.epochs.back().test_accuracy;
+  result.traffic_per_rank = gather_traffic(*comm);
+  if (is_root) {
+    result.final_parameters.reserve(model->num_parameters());
+    for (const auto& p : model->parameters()) {
+      result.final_parameters.insert(result.final_parameters.end(), p.value, p.value + p.numel);
+    }
+  }
+  return result;
+}
+
+}  // namespace gw::trainer

@@ -1,0 +1,46 @@
+// The reference data-parallel training run: a model, its optimizer wrapped in gradwire's
+// DistributedOptimizer, per-rank shards of Fashion-MNIST, evaluation, and the run's figures.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "plugin/comm/counting_communicator.h"
+#include "plugin/config/config.h"
+#include "reference_trainer/app/trainer_options.h"
+#include "reference_trainer/data/fashion_mnist.h"
+
+namespace gw::trainer {
+
+struct EpochResult {
+  int epoch = 0;
+  double loss = 0;           // mean training loss over the epoch's steps, averaged over ranks
+  double test_accuracy = 0;
+  double test_loss = 0;
+  double wall_seconds = 0;   // training and evaluation of this epoch
+  double train_seconds = 0;  // training only
+  std::uint64_t samples = 0; // training samples processed by all ranks this epoch
+  std::uint64_t gradient_bytes_sent = 0;  // this rank (rank 0), this epoch
+};
+
+struct TrainResult {
+  int world_size = 1;
+  std::int64_t steps = 0;
+  std::size_t parameters = 0;
+  std::string model_description;
+  std::vector<EpochResult> epochs;
+  double final_test_accuracy = 0;
+  double wall_seconds = 0;        // rank 0, from before the first step to after the last eval
+  double train_seconds = 0;       // sum of the epochs' training time
+  std::uint64_t samples = 0;      // training samples processed by all ranks
+  std::vector<TrafficCounters> traffic_per_rank;  // gathered at the end, index = rank
+  std::vector<float> final_parameters;            // rank 0's, in registration order
+};
+
+// Runs the whole training on every rank of `comm`. Collective.
+TrainResult train(const TrainerOptions& options, const config::Config& config,
+                  const FashionMnist& data, std::shared_ptr<CountingCommunicator> comm);
+
+}  // namespace gw::trainer

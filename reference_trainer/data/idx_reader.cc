@@ -1,0 +1,249 @@
+#include "reference_trainer/data/idx_reader.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <utility>
+
+namespace gw::trainer {
+namespace {
+
+// zlib's internal buffer, and the most one gzread call is asked for (gzread takes an unsigned and
+// returns an int, so a call must stay well under INT_MAX).
+constexpr unsigned kGzBufferBytes = 1u << 20;
+constexpr std::size_t kReadChunkBytes = std::size_t{1} << 24;
+
+struct GzCloser {
+  void operator()(gzFile_s* file) const { gzclose(file); }
+};
+using GzHandle = std::unique_ptr<gzFile_s, GzCloser>;
+
+std::string hex32(std::uint32_t value) {
+  std::array<char, 16> text{};
+  std::snprintf(text.data(), text.size(), "0x%08X", static_cast<unsigned>(value));
+  return text.data();
+}
+
+std::uint32_t read_be32(const std::uint8_t* bytes) {
+  return (std::uint32_t{bytes[0]} << 24) | (std::uint32_t{bytes[1]} << 16) |
+         (std::uint32_t{bytes[2]} << 8) | std::uint32_t{bytes[3]};
+}
+
+// Says what a magic number means, so that "found 0x00000801" reads as "a labels file".
+std::string describe_magic(std::uint32_t magic) {
+  if ((magic >> 16) != 0) return "not an IDX file";
+  const unsigned type = (magic >> 8) & 0xFF;
+  const unsigned dims = magic & 0xFF;
+  std::string what = "IDX";
+  switch (type) {
+    case 0x08:
+      what += " unsigned bytes";
+      break;
+    case 0x09:
+      what += " signed bytes";
+      break;
+    case 0x0B:
+      what += " int16";
+      break;
+    case 0x0C:
+      what += " int32";
+      break;
+    case 0x0D:
+      what += " float32";
+      break;
+    case 0x0E:
+      what += " float64";
+      break;
+    default:
+      return "not an IDX file";
+  }
+  return what + ", " + std::to_string(dims) + (dims == 1 ? " dimension" : " dimensions");
+}
+
+// One IDX file opened through zlib, which reads gzip'd and plain files alike.
+class IdxInput {
+ public:
+  IdxInput(std::string path, const char* kind) : path_(std::move(path)), kind_(kind) {
+    std::error_code ec;
+    const auto status = std::filesystem::status(path_, ec);
+    if (status.type() == std::filesystem::file_type::not_found) {
+      fail(std::string("file not found (") + kMissingDataHint + ")");
+    }
+    if (status.type() == std::filesystem::file_type::directory) {
+      fail("is a directory, expected an IDX file");
+    }
+    errno = 0;
+    file_.reset(gzopen(path_.c_str(), "rb"));
+    if (!file_) {
+      const std::string reason = errno != 0 ? std::strerror(errno) : "gzopen failed";
+      fail("cannot open: " + reason + " (" + kMissingDataHint + ")");
+    }
+    gzbuffer(file_.get(), kGzBufferBytes);
+  }
+
+  [[noreturn]] void fail(const std::string& problem) const {
+    throw DataError(std::string(kind_) + " '" + path_ + "': " + problem);
+  }
+
+  // Reads up to n bytes, fewer only at the end of the data. A corrupt gzip stream throws; a gzip
+  // stream cut short returns what it held (see truncated_gzip()).
+  std::size_t read(std::uint8_t* dst, std::size_t n) {
+    std::size_t total = 0;
+    while (total < n) {
+      const auto ask = static_cast<unsigned>(std::min(n - total, kReadChunkBytes));
+      const int got = gzread(file_.get(), dst + total, ask);
+      if (got < 0) fail_zlib();
+      if (got == 0) break;
+      total += static_cast<std::size_t>(got);
+    }
+    return total;
+  }
+
+  // Reads past the payload to the end of the data. Returns the number of extra bytes; reading to
+  // the end is also what makes zlib check the gzip trailer (CRC and length).
+  std::size_t drain() {
+    std::array<std::uint8_t, 1 << 16> sink{};
+    std::size_t extra = 0;
+    for (;;) {
+      const int got = gzread(file_.get(), sink.data(), static_cast<unsigned>(sink.size()));
+      if (got < 0) fail_zlib();
+      if (got == 0) return extra;
+      extra += static_cast<std::size_t>(got);
+    }
+  }
+
+  // True when the file is gzip'd but its compressed stream stops before the gzip trailer.
+  bool truncated_gzip() const {
+    int errnum = Z_OK;
+    gzerror(file_.get(), &errnum);
+    return errnum == Z_BUF_ERROR;
+  }
+
+  std::string truncated_gzip_note() const {
+    return truncated_gzip() ? " (the gzip stream ends early: " + zlib_message() + ")" : "";
+  }
+
+  // Reads `bytes` bytes of `what`; a short read is reported as a truncated file.
+  void read_exactly(std::uint8_t* dst, std::size_t bytes, const std::string& what) {
+    const std::size_t got = read(dst, bytes);
+    if (got != bytes) {
+      fail("truncated " + what + ": expected " + std::to_string(bytes) + " bytes, got " +
+           std::to_string(got) + truncated_gzip_note());
+    }
+  }
+
+  // Checks that nothing follows the payload and that the gzip stream, if any, ends cleanly.
+  void expect_end(std::size_t file_bytes) {
+    const std::size_t extra = drain();
+    if (extra != 0) {
+      fail("trailing garbage: " + std::to_string(extra) + " bytes after the expected " +
+           std::to_string(file_bytes) + " bytes (header + data)");
+    }
+    if (truncated_gzip()) {
+      fail("truncated gzip stream after all " + std::to_string(file_bytes) +
+           " data bytes: " + zlib_message());
+    }
+  }
+
+  // Reads a header of `bytes` bytes (magic first) and checks its magic. A wrong magic is reported
+  // before a short header, so that a short non-IDX file is called what it is.
+  void read_header(std::uint8_t* dst, std::size_t bytes, std::uint32_t expected_magic) {
+    const std::size_t got = read(dst, bytes);
+    if (got >= 4) {
+      const std::uint32_t magic = read_be32(dst);
+      if (magic != expected_magic) {
+        fail("wrong magic number: found " + hex32(magic) + " (" + describe_magic(magic) +
+             "), expected " + hex32(expected_magic) + " (" + describe_magic(expected_magic) + ")");
+      }
+    }
+    if (got != bytes) {
+      fail("truncated header: expected " + std::to_string(bytes) + " bytes, got " +
+           std::to_string(got) + truncated_gzip_note());
+    }
+  }
+
+ private:
+  // gzerror's text starts with the path, which our own prefix already names.
+  std::string zlib_message() const {
+    int errnum = Z_OK;
+    std::string message = gzerror(file_.get(), &errnum);
+    const std::string prefix = path_ + ": ";
+    if (message.compare(0, prefix.size(), prefix) == 0) message.erase(0, prefix.size());
+    return "zlib: " + message;
+  }
+
+  [[noreturn]] void fail_zlib() const {
+    int errnum = Z_OK;
+    gzerror(file_.get(), &errnum);
+    if (errnum == Z_ERRNO) fail("read error (" + zlib_message() + ")");
+    fail("not a valid gzip file or corrupt gzip stream (" + zlib_message() + ")");
+  }
+
+  std::string path_;
+  const char* kind_;
+  GzHandle file_;
+};
+
+}  // namespace
+
+IdxImages load_idx_images(const std::string& path) {
+  IdxInput input(path, "IDX images file");
+  std::array<std::uint8_t, 16> header{};
+  input.read_header(header.data(), header.size(), kIdxImagesMagic);
+
+  IdxImages images;
+  images.count = read_be32(header.data() + 4);
+  images.rows = read_be32(header.data() + 8);
+  images.cols = read_be32(header.data() + 12);
+  const std::size_t payload = images.count * images.rows * images.cols;
+  if (images.count < 1 || images.count > kMaxIdxCount || images.rows < 1 ||
+      images.rows > kMaxIdxSide || images.cols < 1 || images.cols > kMaxIdxSide ||
+      payload > kMaxIdxPayloadBytes) {
+    input.fail("implausible dimensions " + std::to_string(images.count) + " x " +
+               std::to_string(images.rows) + " x " + std::to_string(images.cols) +
+               " (expected 1.." + std::to_string(kMaxIdxCount) + " images of 1.." +
+               std::to_string(kMaxIdxSide) + " x 1.." + std::to_string(kMaxIdxSide) +
+               " pixels, at most " + std::to_string(kMaxIdxPayloadBytes) + " bytes in all)");
+  }
+
+  images.pixels.resize(payload);
+  input.read_exactly(images.pixels.data(), payload,
+                     "pixel data for " + std::to_string(images.count) + " x " +
+                         std::to_string(images.rows) + " x " + std::to_string(images.cols));
+  input.expect_end(header.size() + payload);
+  return images;
+}
+
+std::vector<std::uint8_t> load_idx_labels(const std::string& path) {
+  IdxInput input(path, "IDX labels file");
+  std::array<std::uint8_t, 8> header{};
+  input.read_header(header.data(), header.size(), kIdxLabelsMagic);
+
+  const std::size_t count = read_be32(header.data() + 4);
+  if (count < 1 || count > kMaxIdxCount) {
+    input.fail("implausible dimensions: " + std::to_string(count) + " labels (expected 1.." +
+               std::to_string(kMaxIdxCount) + ")");
+  }
+
+  std::vector<std::uint8_t> labels(count);
+  input.read_exactly(labels.data(), count, "label data for " + std::to_string(count) + " labels");
+  input.expect_end(header.size() + count);
+
+  const auto bad = std::find_if(labels.begin(), labels.end(),
+                                [](std::uint8_t label) { return label >= kNumClasses; });
+  if (bad != labels.end()) {
+    input.fail("label value " + std::to_string(*bad) + " at index " +
+               std::to_string(bad - labels.begin()) + " is out of range (expected 0.." +
+               std::to_string(kNumClasses - 1) + ")");
+  }
+  return labels;
+}
+
+}  // namespace gw::trainer

@@ -1,0 +1,85 @@
+// gradwire_train: the reference data-parallel trainer. Launch with mpirun; see --help.
+//
+// Order matters: the command line, the GRADWIRE_* configuration and the data set are all checked
+// before MPI starts, so a bad input stops the program before anything is sent. An error after MPI
+// started ends every rank of the job (MPI_Abort), so no rank waits forever in a collective.
+#include <cstdio>
+#include <exception>
+#include <iostream>
+
+#include "plugin/comm/counting_communicator.h"
+#include "plugin/comm/mpi/mpi_runtime.h"
+#include "plugin/config/params.h"
+#include "reference_trainer/app/command_line.h"
+#include "reference_trainer/app/report.h"
+#include "reference_trainer/app/trainer.h"
+#include "reference_trainer/data/data_error.h"
+
+namespace {
+
+constexpr int kExitUsage = 2;
+constexpr int kExitFailure = 1;
+
+[[noreturn]] void fail(const char* what, const std::exception& e, int code) {
+  std::fprintf(stderr, "gradwire_train: %s: %s\n", what, e.what());
+  std::fflush(stderr);
+  if (gw::MpiRuntime::initialized()) gw::MpiRuntime::abort_job(code);
+  std::exit(code);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int exit_code = 0;
+  const auto options = gw::trainer::parse_command_line(argc, argv, &exit_code);
+  if (!options) return exit_code;
+
+  try {
+    const gw::config::Config config = gw::config::Config::from_environment();
+    if (options->print_config == "markdown") {
+      std::cout << gw::config::markdown_table(config.registry());
+      return 0;
+    }
+    if (!options->print_config.empty()) {
+      std::cout << config.table();
+      return 0;
+    }
+
+    gw::trainer::FashionMnist data = gw::trainer::load_fashion_mnist(options->data_dir);
+    if (options->train_subset > 0) {
+      data.train = gw::trainer::take_subset(data.train, options->train_subset);
+    }
+    if (options->test_subset > 0) {
+      data.test = gw::trainer::take_subset(data.test, options->test_subset);
+    }
+
+    gw::MpiRuntime mpi(&argc, &argv);
+    auto comm = std::make_shared<gw::CountingCommunicator>(gw::make_mpi_world_communicator());
+    if (comm->rank() == 0) {
+      std::printf("gradwire configuration (%d ranks):\n%s", comm->size(), config.table().c_str());
+    }
+    const gw::trainer::TrainResult result = gw::trainer::train(*options, config, data, comm);
+    if (comm->rank() == 0) {
+      const auto report = gw::trainer::make_report(*options, config, result);
+      std::printf("%s", gw::trainer::summary_text(report).c_str());
+      if (!options->report_path.empty()) {
+        gw::trainer::write_report(report, options->report_path);
+        std::printf("report written to %s\n", options->report_path.c_str());
+      }
+      if (!options->save_params_path.empty()) {
+        gw::trainer::save_parameters(result.final_parameters, options->save_params_path);
+      }
+    }
+    std::fflush(stdout);
+    return 0;
+  } catch (const gw::config::ConfigError& e) {
+    fail("configuration error", e, kExitUsage);
+  } catch (const gw::trainer::DataError& e) {
+    fail("data error", e, kExitUsage);
+  } catch (const std::invalid_argument& e) {
+    fail("invalid argument", e, kExitUsage);
+  } catch (const std::exception& e) {
+    fail("error", e, kExitFailure);
+  }
+  return kExitFailure;
+}

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Installs gradwire into a temporary prefix, builds examples/wrap_optimizer against the installed
+# package (find_package(gradwire)) and runs it on 2 ranks.
+set -eu
+build=$1; src=$2; mpiexec=$3; work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+cmake --install "$build" --prefix "$work/prefix" > "$work/install.log"
+cmake -S "$src/examples/wrap_optimizer" -B "$work/build" -DCMAKE_PREFIX_PATH="$work/prefix" \
+  -DCMAKE_BUILD_TYPE=Release > "$work/configure.log"
+cmake --build "$work/build" -j2 > "$work/build.log"
+"$mpiexec" -np 2 --oversubscribe --bind-to none "$work/build/wrap_optimizer"

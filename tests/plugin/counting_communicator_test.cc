@@ -1,0 +1,86 @@
+// CountingCommunicator in one process, over a scripted communicator: the byte model per call, and
+// errors from the wrapped communicator's handles reaching the caller's wait().
+#include <gtest/gtest.h>
+
+#include "plugin/comm/counting_communicator.h"
+
+namespace gw {
+namespace {
+
+// A communicator of `size` ranks seen from `rank` whose operations do nothing and whose handles
+// fail on wait() when `fail` is set.
+class ScriptedCommunicator : public Communicator {
+ public:
+  ScriptedCommunicator(int rank, int size, bool fail) : rank_(rank), size_(size), fail_(fail) {}
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  WorkHandle allreduce_async(void*, std::size_t, DataType, ReduceOp, TrafficKind) override {
+    return std::make_unique<Handle>(fail_);
+  }
+  WorkHandle allgatherv_async(const void*, std::size_t, void*, std::vector<std::size_t>, DataType,
+                              TrafficKind) override {
+    return std::make_unique<Handle>(fail_);
+  }
+  WorkHandle broadcast_async(void*, std::size_t, DataType, int, TrafficKind) override {
+    return std::make_unique<Handle>(fail_);
+  }
+  void barrier() override {}
+
+ private:
+  struct Handle : Work {
+    explicit Handle(bool fail) : fail(fail) {}
+    void wait() override {
+      if (fail) throw CommError("scripted failure on rank 1");
+    }
+    bool fail;
+  };
+  int rank_, size_;
+  bool fail_;
+};
+
+TEST(CountingCommunicator, AllreduceBytesFollowTheChunkModel) {
+  // 10 elements over 4 ranks: chunks 3, 3, 2, 2.
+  EXPECT_EQ(CountingCommunicator::allreduce_bytes(10, 4, 0, 4), (10 + 2 * 3) * 4u);
+  EXPECT_EQ(CountingCommunicator::allreduce_bytes(10, 4, 3, 4), (10 + 2 * 2) * 4u);
+  EXPECT_EQ(CountingCommunicator::allreduce_bytes(10, 4, 0, 1), 0u);
+  EXPECT_EQ(CountingCommunicator::allreduce_bytes(8, 2, 1, 2), 16u);  // 2 ranks: the whole buffer
+  EXPECT_EQ(CountingCommunicator::allreduce_bytes(0, 4, 2, 4), 0u);
+  // Divisible counts give 2(n-1)/n x bytes.
+  EXPECT_EQ(CountingCommunicator::allreduce_bytes(1 << 20, 4, 1, 4), 2u * 3 * (1 << 20));
+}
+
+TEST(CountingCommunicator, CountsPerKindAndCall) {
+  CountingCommunicator comm(std::make_unique<ScriptedCommunicator>(1, 4, false));
+  float buf[8] = {};
+  comm.allreduce(buf, 8, DataType::kFloat32, ReduceOp::kSum, TrafficKind::kGradient);
+  comm.allreduce(buf, 8, DataType::kFloat32, ReduceOp::kSum, TrafficKind::kGradient);
+  comm.broadcast(buf, 8, DataType::kFloat32, 0, TrafficKind::kParameter);  // not the root
+  comm.allgatherv(buf, 2, buf, {1, 2, 3, 2}, DataType::kFloat32, TrafficKind::kControl);
+  const auto c = comm.counters();
+  EXPECT_EQ(c[TrafficKind::kGradient].calls, 2u);
+  EXPECT_EQ(c[TrafficKind::kGradient].sent_bytes, 2u * (8 + 2 * 2) * 4);
+  EXPECT_EQ(c[TrafficKind::kParameter].sent_bytes, 0u);
+  EXPECT_EQ(c[TrafficKind::kParameter].received_bytes, 32u);
+  EXPECT_EQ(c[TrafficKind::kControl].sent_bytes, 3u * 2 * 4);
+  EXPECT_EQ(c[TrafficKind::kControl].received_bytes, (1u + 3 + 2) * 4);
+  EXPECT_EQ(c.total_sent(), 2u * (8 + 2 * 2) * 4 + 3u * 2 * 4);
+  comm.reset();
+  EXPECT_EQ(comm.counters().total_sent(), 0u);
+}
+
+TEST(CountingCommunicator, ErrorsOfTheWrappedCommunicatorReachWait) {
+  CountingCommunicator comm(std::make_unique<ScriptedCommunicator>(1, 2, true));
+  float x = 0;
+  WorkHandle w = comm.allreduce_async(&x, 1, DataType::kFloat32, ReduceOp::kSum,
+                                      TrafficKind::kGradient);
+  try {
+    w->wait();
+    FAIL() << "wait() did not rethrow";
+  } catch (const CommError& e) {
+    EXPECT_NE(std::string(e.what()).find("rank 1"), std::string::npos);
+  }
+  EXPECT_THROW(CountingCommunicator(nullptr), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace gw
