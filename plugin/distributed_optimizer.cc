@@ -1,5 +1,6 @@
 #include "plugin/distributed_optimizer.h"
 
+#include <chrono>
 #include <cstring>
 #include <set>
 #include <stdexcept>
@@ -13,10 +14,14 @@ namespace gw {
 DistributedOptimizer::DistributedOptimizer(std::shared_ptr<CountingCommunicator> comm,
                                            std::unique_ptr<Optimizer> inner,
                                            std::vector<ParameterSpec> params, Options options)
-    : comm_(std::move(comm)), inner_(std::move(inner)), config_(std::move(options.config)) {
+    : comm_(std::move(comm)),
+      inner_(std::move(inner)),
+      config_(std::move(options.config)),
+      log_(LogLevel::kInfo, 0) {
   // Everything local is validated before the first collective.
   if (options.read_environment) config_.apply_process_environment();
   if (!comm_) throw std::invalid_argument("DistributedOptimizer: communicator is null");
+  log_ = Logger(parse_log_level(config_.get_string(config::keys::kLogLevel)), comm_->rank());
   if (!inner_) throw std::invalid_argument("DistributedOptimizer: inner optimizer is null");
   if (params.empty()) throw std::invalid_argument("DistributedOptimizer: no parameters");
   average_ = config_.get_string(config::keys::kGradientReduction) == "average";
@@ -45,6 +50,13 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<CountingCommunicator>
 
   check_same_on_all_ranks(*comm_, config_.canonical() + layout_canonical());
   if (config_.get_bool(config::keys::kBroadcastParameters)) broadcast_parameters();
+  if (comm_->rank() == 0) {
+    log_.log(LogLevel::kInfo,
+             "%zu parameters (%zu floats, %.2f MB) in one flat gradient buffer; %d ranks; "
+             "inner optimizer %s; gradients %s over ranks",
+             params_.size(), flat_gradients_.size(), flat_gradients_.size() * 4 / 1e6,
+             comm_->size(), inner_->name().c_str(), average_ ? "averaged" : "summed");
+  }
 }
 
 std::string DistributedOptimizer::layout_canonical() const {
@@ -95,8 +107,16 @@ void DistributedOptimizer::synchronize_gradients() {
     throw std::logic_error("step " + std::to_string(steps_) +
                            ": gradient_ready was not called for: " + missing);
   }
+  const bool debug = log_.enabled(LogLevel::kDebug);
+  const auto start = debug ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
   comm_->allreduce(flat_gradients_.data(), flat_gradients_.size(), DataType::kFloat32,
                    ReduceOp::kSum, TrafficKind::kGradient);
+  if (debug) {
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    log_.log(LogLevel::kDebug, "step %lld: allreduce of %zu floats took %.3f ms",
+             static_cast<long long>(steps_), flat_gradients_.size(), ms);
+  }
   if (average_ && comm_->size() > 1) {
     kernels::scale(flat_gradients_.data(), 1.0f / static_cast<float>(comm_->size()),
                    flat_gradients_.size(), Device::kHost);

@@ -16,6 +16,7 @@
 
 #include "plugin/comm/counting_communicator.h"
 #include "plugin/config/config.h"
+#include "plugin/logger.h"
 #include "plugin/optimizer.h"
 
 namespace gw {
@@ -73,6 +74,7 @@ class DistributedOptimizer {
   Optimizer& inner() { return *inner_; }
   CountingCommunicator& communicator() { return *comm_; }
   std::int64_t steps() const { return steps_; }
+  const Logger& logger() const { return log_; }
 
  private:
   struct Registered {
@@ -85,6 +87,7 @@ class DistributedOptimizer {
   std::shared_ptr<CountingCommunicator> comm_;
   std::unique_ptr<Optimizer> inner_;
   config::Config config_;
+  Logger log_;
   bool average_ = true;
   std::vector<Registered> params_;
   std::vector<float> flat_gradients_;

@@ -55,7 +55,8 @@ int main(int argc, char** argv) {
 
     gw::MpiRuntime mpi(&argc, &argv);
     auto comm = std::make_shared<gw::CountingCommunicator>(gw::make_mpi_world_communicator());
-    if (comm->rank() == 0) {
+    if (comm->rank() == 0 && config.get_string(gw::config::keys::kLogLevel) != "error" &&
+        config.get_string(gw::config::keys::kLogLevel) != "warn") {
       std::printf("gradwire configuration (%d ranks):\n%s", comm->size(), config.table().c_str());
     }
     const gw::trainer::TrainResult result = gw::trainer::train(*options, config, data, comm);

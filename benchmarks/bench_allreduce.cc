@@ -1,0 +1,172 @@
+// gradwire_bench_allreduce: the overhead of gradwire's dense exchange against a bare MPI_Allreduce
+// of the same flat buffer, measured side by side in one run.
+//
+//   mpirun -np 4 gradwire_bench_allreduce --report allreduce.json
+//
+// For each size, the two are timed in alternation (barrier, time one call, per iteration) and the
+// median of each is compared, so drift on a shared machine hits both alike. The gradwire side is
+// DistributedOptimizer::synchronize_gradients(): the counting communicator, the sum allreduce and
+// the division by the world size that turns the sum into the average. A separate, untimed pass
+// checks the result (#wrong).
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <istream>
+#include <ostream>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "plugin/comm/mpi/mpi_runtime.h"
+#include "plugin/distributed_optimizer.h"
+
+namespace {
+
+// The bench measures the exchange; there is nothing to update.
+class NoUpdate : public gw::Optimizer {
+ public:
+  std::string name() const override { return "none"; }
+  void step(const std::vector<gw::ParameterView>&) override {}
+  double learning_rate() const override { return 0; }
+  void set_learning_rate(double) override {}
+  void save_state(std::ostream&) const override {}
+  void load_state(std::istream&) override {}
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Times of the slowest rank, per iteration.
+std::vector<double> max_over_ranks(std::vector<double> t) {
+  MPI_Allreduce(MPI_IN_PLACE, t.data(), static_cast<int>(t.size()), MPI_DOUBLE, MPI_MAX,
+                MPI_COMM_WORLD);
+  return t;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string report_path;
+  std::size_t min_bytes = 4096, max_bytes = std::size_t{64} << 20;
+  double seconds_per_size = 1.0;
+  CLI::App app{"gradwire dense exchange vs bare MPI_Allreduce (run under mpirun)"};
+  app.add_option("--report", report_path, "Write the JSON report here (rank 0)");
+  app.add_option("--min-bytes", min_bytes)->capture_default_str();
+  app.add_option("--max-bytes", max_bytes)->capture_default_str();
+  app.add_option("--seconds-per-size", seconds_per_size,
+                 "Rough time budget per size (both sides together)")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  gw::MpiRuntime mpi(&argc, &argv);
+  auto comm = std::make_shared<gw::CountingCommunicator>(gw::make_mpi_world_communicator());
+  const int n = comm->size(), rank = comm->rank();
+  const double bus_factor = n > 1 ? 2.0 * (n - 1) / n : 0.0;
+
+  if (rank == 0) {
+    std::printf("# gradwire_bench_allreduce: %d ranks, float32, sum then average\n", n);
+    std::printf("# %12s %10s | %10s %8s %8s | %10s %8s %8s | %6s %6s\n", "size(B)", "count",
+                "gw(us)", "algbw", "busbw", "mpi(us)", "algbw", "busbw", "ratio", "#wrong");
+  }
+  nlohmann::json rows = nlohmann::json::array();
+  double max_ratio_1mb = 0;
+  for (std::size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 2) {
+    const std::size_t count = bytes / sizeof(float);
+    std::vector<float> param(count, 0.0f), plain(count);
+    gw::DistributedOptimizerOptions options;
+    options.read_environment = false;
+    gw::DistributedOptimizer opt(comm, std::make_unique<NoUpdate>(), {{"flat", param.data(), count}},
+                                 options);
+    float* grad = opt.gradient(0);
+
+    // Verification, untimed: rank r contributes r + 1 + (i % 5); the average is exact in fp32.
+    for (std::size_t i = 0; i < count; ++i) grad[i] = static_cast<float>(rank + 1 + i % 5);
+    opt.synchronize_gradients();
+    std::int64_t wrong = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      wrong += grad[i] != static_cast<float>((n + 1) / 2.0 + i % 5);
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+
+    // Warm-up, then iterations sized to the budget from one timed call of each.
+    std::fill(grad, grad + count, 1.0f);
+    std::fill(plain.begin(), plain.end(), 1.0f);
+    for (int w = 0; w < 3; ++w) {
+      opt.synchronize_gradients();
+      MPI_Allreduce(MPI_IN_PLACE, plain.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
+                    MPI_COMM_WORLD);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    double probe = MPI_Wtime();
+    MPI_Allreduce(MPI_IN_PLACE, plain.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
+                  MPI_COMM_WORLD);
+    probe = MPI_Wtime() - probe;
+    MPI_Allreduce(MPI_IN_PLACE, &probe, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    const int iters = std::clamp(static_cast<int>(seconds_per_size / (2 * probe + 1e-6)), 5, 2000);
+
+    std::vector<double> t_gw(iters), t_mpi(iters);
+    for (int it = 0; it < iters; ++it) {
+      // Alternate which goes first so neither always follows the other.
+      for (int side = 0; side < 2; ++side) {
+        const bool gw_side = (side == 0) == (it % 2 == 0);
+        MPI_Barrier(MPI_COMM_WORLD);
+        const double t0 = MPI_Wtime();
+        if (gw_side) {
+          opt.synchronize_gradients();
+        } else {
+          MPI_Allreduce(MPI_IN_PLACE, plain.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
+                        MPI_COMM_WORLD);
+        }
+        (gw_side ? t_gw : t_mpi)[it] = MPI_Wtime() - t0;
+      }
+    }
+    const double gw_s = median(max_over_ranks(t_gw));
+    const double mpi_s = median(max_over_ranks(t_mpi));
+    const double ratio = gw_s / mpi_s;
+    if (bytes >= (std::size_t{1} << 20)) max_ratio_1mb = std::max(max_ratio_1mb, ratio);
+    const double gw_alg = bytes / gw_s / 1e9, mpi_alg = bytes / mpi_s / 1e9;
+    if (rank == 0) {
+      std::printf("  %12zu %10zu | %10.1f %8.3f %8.3f | %10.1f %8.3f %8.3f | %6.3f %6lld\n", bytes,
+                  count, gw_s * 1e6, gw_alg, gw_alg * bus_factor, mpi_s * 1e6, mpi_alg,
+                  mpi_alg * bus_factor, ratio, static_cast<long long>(wrong));
+      std::fflush(stdout);
+    }
+    rows.push_back({{"bytes", bytes},
+                    {"count", count},
+                    {"iterations", iters},
+                    {"gradwire_seconds", gw_s},
+                    {"mpi_seconds", mpi_s},
+                    {"ratio", ratio},
+                    {"gradwire_algbw_gbps", gw_alg},
+                    {"gradwire_busbw_gbps", gw_alg * bus_factor},
+                    {"mpi_algbw_gbps", mpi_alg},
+                    {"mpi_busbw_gbps", mpi_alg * bus_factor},
+                    {"wrong", wrong}});
+  }
+  if (rank == 0) {
+    std::printf("# max ratio at or above 1 MB: %.3f (target: at most 1.05)\n", max_ratio_1mb);
+    if (!report_path.empty()) {
+      nlohmann::json report = {
+          {"benchmark", "gradwire_bench_allreduce"},
+          {"world_size", n},
+          {"method",
+           "median over alternating iterations of the slowest rank's time; gradwire = "
+           "DistributedOptimizer::synchronize_gradients (sum allreduce + divide by world size), "
+           "mpi = MPI_Allreduce(MPI_IN_PLACE, MPI_SUM) of the same number of floats"},
+          {"busbw_factor", bus_factor},
+          {"rows", rows},
+          {"max_ratio_at_or_above_1MB", max_ratio_1mb}};
+      std::ofstream out(report_path);
+      out << report.dump(2) << "\n";
+      std::printf("report written to %s\n", report_path.c_str());
+    }
+  }
+  return 0;
+}
