@@ -1,0 +1,145 @@
+// CUDA implementations of kernels/elementwise.h: grid-stride kernels for the maps, CUB for the
+// reductions. Everything runs on the default stream of the current device.
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cub/cub.cuh>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/elementwise_cuda.h"
+#include "kernels/cuda/half_functors.h"
+#include "kernels/device.h"
+#include "kernels/elementwise_functors.h"
+
+namespace gw::kernels {
+
+bool cuda_device_available() {
+  int count = 0;
+  const bool available = cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+  cudaGetLastError();  // a failed query (no driver, no device) must not leak into a later check
+  return available;
+}
+
+namespace cuda {
+
+namespace {
+
+const cudaStream_t kDefaultStream = nullptr;
+
+constexpr unsigned kThreadsPerBlock = 256;
+// Enough blocks to fill any current GPU several times over; grid-stride loops cover larger n.
+constexpr std::size_t kMaxBlocks = 8192;
+
+unsigned blocks_for(std::size_t n) {
+  return static_cast<unsigned>(std::min((n + kThreadsPerBlock - 1) / kThreadsPerBlock, kMaxBlocks));
+}
+
+// out[i] = op(in[i]). Not __restrict__: scale runs in place (in == out).
+template <typename In, typename Out, typename Op>
+__global__ void map_kernel(const In* in, Out* out, std::size_t n, Op op) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
+    out[i] = op(in[i]);
+  }
+}
+
+// y[i] = op(x[i], y[i]). x may equal y.
+template <typename Op>
+__global__ void update_kernel(const float* x, float* y, std::size_t n, Op op) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
+    y[i] = op(x[i], y[i]);
+  }
+}
+
+// `what` names the operation in the error message of a failed launch.
+template <typename In, typename Out, typename Op>
+void map(const char* what, const In* in, Out* out, std::size_t n, Op op) {
+  if (n == 0) return;
+  map_kernel<<<blocks_for(n), kThreadsPerBlock, 0, kDefaultStream>>>(in, out, n, op);
+  GW_CUDA_CHECK_LAUNCH(what);
+}
+
+// Device memory from the stream-ordered allocator, freed in stream order when it goes out of scope.
+class StreamOrderedBuffer {
+ public:
+  StreamOrderedBuffer(std::size_t bytes, cudaStream_t stream) : stream_(stream) {
+    GW_CUDA_CHECK(cudaMallocAsync(&data_, bytes, stream_));
+  }
+  // No check: a destructor must not throw, and a failing free means the context is already
+  // broken, which the next checked call reports.
+  ~StreamOrderedBuffer() { cudaFreeAsync(data_, stream_); }
+  StreamOrderedBuffer(const StreamOrderedBuffer&) = delete;
+  StreamOrderedBuffer& operator=(const StreamOrderedBuffer&) = delete;
+
+  unsigned char* data() const { return static_cast<unsigned char*>(data_); }
+
+ private:
+  void* data_ = nullptr;
+  cudaStream_t stream_;
+};
+
+// reduce over transform(x[i]), starting from init; waits for the result.
+template <typename Result, typename TransformOp, typename ReduceOp>
+Result transform_reduce(const float* x, std::size_t n, TransformOp transform, ReduceOp reduce,
+                        Result init) {
+  std::size_t temp_bytes = 0;
+  GW_CUDA_CHECK(cub::DeviceReduce::TransformReduce(nullptr, temp_bytes, x,
+                                                   static_cast<Result*>(nullptr), n, reduce,
+                                                   transform, init, kDefaultStream));
+  // One allocation: the result in the first slot, CUB's temporary storage after it (never null,
+  // which CUB would take for a size query, and kept at CUB's 256-byte alignment).
+  constexpr std::size_t kResultSlot = 256;
+  static_assert(sizeof(Result) <= kResultSlot, "result does not fit its slot");
+  StreamOrderedBuffer buffer(kResultSlot + temp_bytes, kDefaultStream);
+  Result* result_on_device = reinterpret_cast<Result*>(buffer.data());
+  GW_CUDA_CHECK(cub::DeviceReduce::TransformReduce(buffer.data() + kResultSlot, temp_bytes, x,
+                                                   result_on_device, n, reduce, transform, init,
+                                                   kDefaultStream));
+  Result result{};
+  GW_CUDA_CHECK(cudaMemcpyAsync(&result, result_on_device, sizeof(Result), cudaMemcpyDeviceToHost,
+                                kDefaultStream));
+  GW_CUDA_CHECK(cudaStreamSynchronize(kDefaultStream));
+  return result;
+}
+
+}  // namespace
+
+void scale(float* x, float alpha, std::size_t n) {
+  map("launch of the scale kernel", x, x, n, ScaleOp{alpha});
+}
+
+void axpy(float alpha, const float* x, float* y, std::size_t n) {
+  if (n == 0) return;
+  update_kernel<<<blocks_for(n), kThreadsPerBlock, 0, kDefaultStream>>>(x, y, n, AxpyOp{alpha});
+  GW_CUDA_CHECK_LAUNCH("launch of the axpy kernel");
+}
+
+void cast_fp32_to_fp16(const float* in, Half* out, std::size_t n) {
+  map("launch of the fp32-to-fp16 kernel", in, reinterpret_cast<__half*>(out), n, Fp32ToFp16Op{});
+}
+
+void cast_fp16_to_fp32(const Half* in, float* out, std::size_t n) {
+  map("launch of the fp16-to-fp32 kernel", reinterpret_cast<const __half*>(in), out, n,
+      Fp16ToFp32Op{});
+}
+
+double sum_of_squares(const float* x, std::size_t n) {
+  if (n == 0) return 0.0;
+  return transform_reduce(x, n, SquareAsDoubleOp{}, PlusDoubleOp{}, 0.0);
+}
+
+bool all_finite(const float* x, std::size_t n) {
+  if (n == 0) return true;
+  const std::uint32_t flags =
+      transform_reduce(x, n, NonFiniteBitOp{}, BitOrOp{}, static_cast<std::uint32_t>(0));
+  return (flags & NonFiniteBitOp::kFlag) == 0;
+}
+
+}  // namespace cuda
+}  // namespace gw::kernels

@@ -1,0 +1,65 @@
+#include "reference_trainer/nn/linear.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "reference_trainer/nn/gemm.h"
+
+namespace gw::trainer {
+
+Linear::Linear(std::size_t in_features, std::size_t out_features)
+    : in_(in_features), out_(out_features) {
+  if (in_ == 0 || out_ == 0) throw std::invalid_argument("Linear: sizes must be positive");
+  add_parameter("weight", out_ * in_, in_, ParameterInit::kKaimingUniform);
+  add_parameter("bias", out_, in_, ParameterInit::kZero);
+}
+
+std::string Linear::describe() const {
+  return "Linear(" + std::to_string(in_) + "->" + std::to_string(out_) + ")";
+}
+
+void Linear::forward(const Tensor& input, Tensor& output, bool training) {
+  if (input.shape().rank() != 2 || input.dim(1) != in_) {
+    throw std::invalid_argument(describe() + ": expects input [N, " + std::to_string(in_) +
+                                "], got " + input.shape().to_string());
+  }
+  const std::size_t n = input.dim(0);
+  const float* w = value(0);
+  const float* b = value(1);
+  output.resize({n, out_});
+  float* y = output.data();
+  for (std::size_t r = 0; r < n; ++r) std::copy(b, b + out_, y + r * out_);
+  gemm(false, true, n, out_, in_, 1.0f, input.data(), in_, w, in_, 1.0f, y, out_);
+  if (training) {
+    input_.resize(input.shape());
+    std::copy(input.data(), input.data() + input.numel(), input_.data());
+  }
+  has_input_ = training;
+}
+
+void Linear::backward(const Tensor& grad_output, Tensor* grad_input) {
+  require_forward_cache(has_input_);
+  const std::size_t n = input_.dim(0);
+  if (grad_output.shape() != Shape{n, out_}) {
+    throw std::invalid_argument(describe() + ": grad_output " + grad_output.shape().to_string() +
+                                " does not match the output [" + std::to_string(n) + ", " +
+                                std::to_string(out_) + "]");
+  }
+  const float* dy = grad_output.data();
+  // dW [out, in] = dy^T [out, N] * x [N, in]
+  gemm(true, false, out_, in_, n, 1.0f, dy, out_, input_.data(), in_, 0.0f, grad(0), in_);
+  // db = column sum of dy
+  float* db = grad(1);
+  std::fill(db, db + out_, 0.0f);
+  for (std::size_t r = 0; r < n; ++r) {
+    const float* row = dy + r * out_;
+    for (std::size_t j = 0; j < out_; ++j) db[j] += row[j];
+  }
+  if (grad_input != nullptr) {
+    // dx [N, in] = dy [N, out] * W [out, in]
+    grad_input->resize({n, in_});
+    gemm(false, false, n, in_, out_, 1.0f, dy, out_, value(0), in_, 0.0f, grad_input->data(), in_);
+  }
+}
+
+}  // namespace gw::trainer

@@ -1,0 +1,52 @@
+// Per-parameter buffers of an optimizer (momentum, moments) and its step count, with the binary
+// checkpoint format shared by Sgd and Adam.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "plugin/optimizer.h"
+
+namespace gw::trainer {
+
+// Note [Optimizer state format]
+// save() writes, in host byte order: the 8-byte magic "GWOPTST\0", the optimizer's type tag (u32
+// length + bytes), the format version (u32), the step count (u64), whether the layout is known yet
+// (u8), the parameter count and buffers per parameter (u64 each), then per parameter its element
+// count (u64) followed by its buffers (f32 each). load() reads into temporaries and commits only a
+// stream that fully matches, so a failed load leaves the state as it was.
+class ParameterState {
+ public:
+  // owner names the optimizer in messages and is the type tag of the stream ("sgd", "adam").
+  ParameterState(std::string owner, std::size_t buffers_per_parameter);
+
+  // The first call records the layout (each parameter's element count) and creates zeroed
+  // buffers; later calls throw std::invalid_argument if the layout differs. Also rejects null
+  // pointers.
+  void prepare(const std::vector<gw::ParameterView>& params);
+  float* buffer(std::size_t param, std::size_t which) {
+    return buffers_[param * buffers_per_parameter_ + which].data();
+  }
+  std::uint64_t step() const { return step_; }
+  // Counts a step; returns the new count (1 after the first step).
+  std::uint64_t advance() { return ++step_; }
+
+  void save(std::ostream& out) const;
+  // Throws std::runtime_error naming the mismatch on another type tag, version, buffer count or
+  // layout (when the layout is already known), or on a truncated stream. A stream saved before
+  // the first step makes the state fresh again.
+  void load(std::istream& in);
+
+ private:
+  std::string owner_;
+  std::size_t buffers_per_parameter_;
+  bool has_layout_ = false;
+  std::uint64_t step_ = 0;
+  std::vector<std::size_t> sizes_;
+  std::vector<std::vector<float>> buffers_;  // [param * buffers_per_parameter_ + which]
+};
+
+}  // namespace gw::trainer

@@ -1,0 +1,48 @@
+// Stochastic gradient descent with optional momentum, Nesterov momentum and L2 weight decay.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "plugin/optimizer.h"
+#include "reference_trainer/optim/parameter_state.h"
+
+namespace gw::trainer {
+
+// PyTorch semantics (dampening 0): g' = g + weight_decay * w; with momentum,
+// buf = momentum * buf + g' (buf starts at zero, so the first step gives buf = g');
+// d = nesterov ? g' + momentum * buf : buf (d = g' without momentum); w -= lr * d.
+class Sgd final : public gw::Optimizer {
+ public:
+  struct Options {
+    double lr = 0.0;  // must be set: > 0
+    double momentum = 0.0;
+    bool nesterov = false;
+    double weight_decay = 0.0;
+  };
+
+  // Throws std::invalid_argument naming the option on lr <= 0, momentum outside [0, 1),
+  // weight_decay < 0, or nesterov without momentum.
+  explicit Sgd(const Options& options);
+
+  std::string name() const override { return "sgd"; }
+  // State (the momentum buffers) is created at the first step for the layout it is given; a later
+  // step with another layout throws std::invalid_argument.
+  void step(const std::vector<gw::ParameterView>& params) override;
+  double learning_rate() const override { return options_.lr; }
+  void set_learning_rate(double lr) override;
+  // See Note [Optimizer state format].
+  void save_state(std::ostream& out) const override;
+  void load_state(std::istream& in) override;
+
+  const Options& options() const { return options_; }
+  std::uint64_t steps() const { return state_.step(); }
+
+ private:
+  Options options_;
+  ParameterState state_;
+};
+
+}  // namespace gw::trainer

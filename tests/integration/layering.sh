@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# A lower layer never includes a higher one; CUB only from .cu files; the pure strategy layers
+# never include MPI or NCCL.
+set -u
+root=$1; cd "$root" || exit 2
+fail=0
+check() {  # check <folder> <regex of forbidden includes> <why>
+  [ -d "$1" ] || return 0
+  local hits
+  hits=$(grep -rnE "#include [<\"]($2)" "$1" --include='*.h' --include='*.cc' --include='*.cu' || true)
+  if [ -n "$hits" ]; then echo "FAIL: $3:"; echo "$hits"; fail=1; fi
+}
+check kernels "plugin/|fusion/|compressors/|sync_policies/|amp/|reference_trainer/" "kernels/ includes a higher layer"
+for pure in fusion compressors sync_policies amp; do
+  check "$pure" "plugin/|reference_trainer/|mpi.h|nccl.h" "$pure/ must stay pure"
+done
+check plugin "reference_trainer/" "plugin/ includes the trainer"
+cub=$(grep -rlnE "#include [<\"](cub/|thrust/)" --include='*.h' --include='*.cc' kernels plugin reference_trainer 2>/dev/null || true)
+if [ -n "$cub" ]; then echo "FAIL: CUB/Thrust included outside .cu files: $cub"; fail=1; fi
+[ $fail -eq 0 ] && echo "ok: layering holds"
+exit $fail
