@@ -98,7 +98,7 @@ void DistributedOptimizer::gradient_ready(std::size_t i) {
   ++ready_count_;
 }
 
-void DistributedOptimizer::synchronize_gradients() {
+void DistributedOptimizer::exchange_gradients() {
   if (ready_count_ != 0 && ready_count_ != params_.size()) {
     std::string missing;
     for (std::size_t i = 0; i < params_.size(); ++i) {
@@ -117,16 +117,28 @@ void DistributedOptimizer::synchronize_gradients() {
     log_.log(LogLevel::kDebug, "step %lld: allreduce of %zu floats took %.3f ms",
              static_cast<long long>(steps_), flat_gradients_.size(), ms);
   }
-  if (average_ && comm_->size() > 1) {
-    kernels::scale(flat_gradients_.data(), 1.0f / static_cast<float>(comm_->size()),
-                   flat_gradients_.size(), Device::kHost);
-  }
   std::fill(ready_.begin(), ready_.end(), 0);
   ready_count_ = 0;
 }
 
+void DistributedOptimizer::synchronize_gradients() {
+  exchange_gradients();
+  if (average_ && comm_->size() > 1) {
+    kernels::scale(flat_gradients_.data(), 1.0f / static_cast<float>(comm_->size()),
+                   flat_gradients_.size(), Device::kHost);
+  }
+}
+
 void DistributedOptimizer::step() {
-  synchronize_gradients();
+  // See Note [Who divides by the world size].
+  float grad_scale = 1.0f;
+  if (average_ && comm_->size() > 1 && inner_->accepts_gradient_scale()) {
+    exchange_gradients();
+    grad_scale = 1.0f / static_cast<float>(comm_->size());
+  } else {
+    synchronize_gradients();
+  }
+  for (auto& v : views_) v.grad_scale = grad_scale;
   inner_->step(views_);
   ++steps_;
 }

@@ -61,10 +61,13 @@ class DistributedOptimizer {
   void gradient_ready(std::size_t i);
 
   // Averages (or sums, GRADWIRE_GRADIENT_REDUCTION) the gradients over ranks, then runs the inner
-  // optimizer on every parameter. Collective.
+  // optimizer on every parameter. With an inner optimizer that accepts a gradient scale, the
+  // division by the world size is folded into its step (Note [Who divides by the world size]).
+  // Collective.
   void step();
 
-  // The exchange half of step(), for programs that want to look at averaged gradients first.
+  // The exchange alone, for programs that want to look at the reduced gradients before stepping:
+  // afterwards gradient(i) holds the average (or the sum). Collective.
   void synchronize_gradients();
 
   // Copies rank 0's parameter values to every rank (traffic kind parameter). Collective.
@@ -83,6 +86,8 @@ class DistributedOptimizer {
   };
 
   std::string layout_canonical() const;
+  // Sums the gradients over ranks (the collective) and clears the ready marks.
+  void exchange_gradients();
 
   std::shared_ptr<CountingCommunicator> comm_;
   std::unique_ptr<Optimizer> inner_;

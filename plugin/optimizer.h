@@ -10,13 +10,21 @@
 namespace gw {
 
 // One registered parameter as the inner optimizer sees it at step(): its values (owned by the
-// training program) and its gradient, already averaged over ranks by the time step() is called
-// (a view into DistributedOptimizer's flat gradient buffer).
+// training program) and its gradient over all ranks (a view into DistributedOptimizer's flat
+// gradient buffer).
+//
+// Note [Who divides by the world size]
+// The gradient the optimizer must use is grad[i] * grad_scale. An optimizer whose
+// accepts_gradient_scale() is false always gets grad_scale == 1: DistributedOptimizer divides the
+// summed gradients by the world size in a pass of its own. An optimizer that returns true gets the
+// sum and grad_scale == 1/n, and folds the multiplication into the loop it runs anyway, which
+// saves a full read and write of the gradients every step.
 struct ParameterView {
   std::string name;
   float* value = nullptr;
   const float* grad = nullptr;
   std::size_t numel = 0;
+  float grad_scale = 1.0f;
 };
 
 class Optimizer {
@@ -29,6 +37,9 @@ class Optimizer {
   // Updates every parameter from its gradient. `params` holds the same parameters in the same
   // order on every call; an implementation may keep per-parameter state indexed by position.
   virtual void step(const std::vector<ParameterView>& params) = 0;
+
+  // True when step() applies ParameterView::grad_scale (see Note [Who divides by the world size]).
+  virtual bool accepts_gradient_scale() const { return false; }
 
   virtual double learning_rate() const = 0;
   virtual void set_learning_rate(double lr) = 0;

@@ -40,29 +40,64 @@ WorkHandle CountingCommunicator::allreduce_async(void* buffer, std::size_t count
   return work;
 }
 
-WorkHandle CountingCommunicator::allgatherv_async(const void* send, std::size_t send_count,
-                                                  void* recv, std::vector<std::size_t> recv_counts,
-                                                  DataType type, TrafficKind kind) {
+void CountingCommunicator::allreduce(void* buffer, std::size_t count, DataType type, ReduceOp op,
+                                     TrafficKind kind) {
+  inner_->allreduce(buffer, count, type, op, kind);
+  const std::uint64_t bytes = allreduce_bytes(count, size_of(type), rank(), size());
+  record(kind, bytes, bytes);
+}
+
+void CountingCommunicator::record_allgatherv(const std::vector<std::size_t>& recv_counts,
+                                             std::size_t send_count, DataType type,
+                                             TrafficKind kind) {
   const std::uint64_t total = std::accumulate(recv_counts.begin(), recv_counts.end(),
                                               std::uint64_t{0});
-  WorkHandle work =
-      inner_->allgatherv_async(send, send_count, recv, std::move(recv_counts), type, kind);
   const std::uint64_t element = size_of(type);
   const auto others = static_cast<std::uint64_t>(size() - 1);
   record(kind, others * send_count * element, (total - send_count) * element);
-  return work;
 }
 
-WorkHandle CountingCommunicator::broadcast_async(void* buffer, std::size_t count, DataType type,
-                                                 int root, TrafficKind kind) {
-  WorkHandle work = inner_->broadcast_async(buffer, count, type, root, kind);
+void CountingCommunicator::record_broadcast(std::size_t count, DataType type, int root,
+                                            TrafficKind kind) {
   const std::uint64_t bytes = static_cast<std::uint64_t>(count) * size_of(type);
   if (rank() == root) {
     record(kind, bytes * static_cast<std::uint64_t>(size() - 1), 0);
   } else {
     record(kind, 0, bytes);
   }
+}
+
+// Each operation is counted once the wrapped communicator has accepted it (an argument error
+// throws before anything is sent, and is not counted).
+WorkHandle CountingCommunicator::allgatherv_async(const void* send, std::size_t send_count,
+                                                  void* recv, std::vector<std::size_t> recv_counts,
+                                                  DataType type, TrafficKind kind) {
+  const std::vector<std::size_t> counts = recv_counts;
+  WorkHandle work =
+      inner_->allgatherv_async(send, send_count, recv, std::move(recv_counts), type, kind);
+  record_allgatherv(counts, send_count, type, kind);
   return work;
+}
+
+void CountingCommunicator::allgatherv(const void* send, std::size_t send_count, void* recv,
+                                      std::vector<std::size_t> recv_counts, DataType type,
+                                      TrafficKind kind) {
+  const std::vector<std::size_t> counts = recv_counts;
+  inner_->allgatherv(send, send_count, recv, std::move(recv_counts), type, kind);
+  record_allgatherv(counts, send_count, type, kind);
+}
+
+WorkHandle CountingCommunicator::broadcast_async(void* buffer, std::size_t count, DataType type,
+                                                 int root, TrafficKind kind) {
+  WorkHandle work = inner_->broadcast_async(buffer, count, type, root, kind);
+  record_broadcast(count, type, root, kind);
+  return work;
+}
+
+void CountingCommunicator::broadcast(void* buffer, std::size_t count, DataType type, int root,
+                                     TrafficKind kind) {
+  inner_->broadcast(buffer, count, type, root, kind);
+  record_broadcast(count, type, root, kind);
 }
 
 TrafficCounters CountingCommunicator::counters() const {

@@ -50,6 +50,12 @@ class CountingCommunicator : public Communicator {
   WorkHandle broadcast_async(void* buffer, std::size_t count, DataType type, int root,
                              TrafficKind kind) override;
   void barrier() override { inner_->barrier(); }
+  void allreduce(void* buffer, std::size_t count, DataType type, ReduceOp op,
+                 TrafficKind kind) override;
+  void allgatherv(const void* send, std::size_t send_count, void* recv,
+                  std::vector<std::size_t> recv_counts, DataType type, TrafficKind kind) override;
+  void broadcast(void* buffer, std::size_t count, DataType type, int root,
+                 TrafficKind kind) override;
 
   // A consistent snapshot of this rank's counters (safe to call from any thread).
   TrafficCounters counters() const;
@@ -63,6 +69,9 @@ class CountingCommunicator : public Communicator {
 
  private:
   void record(TrafficKind kind, std::uint64_t sent, std::uint64_t received);
+  void record_allgatherv(const std::vector<std::size_t>& recv_counts, std::size_t send_count,
+                         DataType type, TrafficKind kind);
+  void record_broadcast(std::size_t count, DataType type, int root, TrafficKind kind);
 
   struct AtomicKind {
     std::atomic<std::uint64_t> sent{0}, received{0}, calls{0};

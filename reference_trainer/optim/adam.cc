@@ -24,9 +24,10 @@ struct Coefficients {
 // __restrict pointers and no branches, so that g++ vectorises the loop. std::sqrt may set errno, so
 // g++ vectorises it only with -fno-math-errno; without that flag the loop stays scalar.
 void adam_update(float* __restrict w, const float* __restrict g, float* __restrict m,
-                 float* __restrict v, std::size_t n, const Coefficients c) {
+                 float* __restrict v, std::size_t n, const Coefficients c, float gs) {
+  // gs is ParameterView::grad_scale: see Note [Who divides by the world size].
   for (std::size_t i = 0; i < n; ++i) {
-    const float d = g[i] + c.wd * w[i];
+    const float d = g[i] * gs + c.wd * w[i];
     const float mi = c.beta1 * m[i] + c.one_minus_beta1 * d;
     const float vi = c.beta2 * v[i] + c.one_minus_beta2 * (d * d);
     m[i] = mi;
@@ -68,7 +69,8 @@ void Adam::step(const std::vector<gw::ParameterView>& params) {
       static_cast<float>(std::sqrt(bias2)),      static_cast<float>(options_.eps)};
   for (std::size_t i = 0; i < params.size(); ++i) {
     const gw::ParameterView& p = params[i];
-    adam_update(p.value, p.grad, state_.buffer(i, 0), state_.buffer(i, 1), p.numel, c);
+    adam_update(p.value, p.grad, state_.buffer(i, 0), state_.buffer(i, 1), p.numel, c,
+                p.grad_scale);
   }
 }
 

@@ -32,6 +32,7 @@ class Adam final : public gw::Optimizer {
   // State (step count, first and second moments) is created at the first step for the layout it
   // is given; a later step with another layout throws std::invalid_argument.
   void step(const std::vector<gw::ParameterView>& params) override;
+  bool accepts_gradient_scale() const override { return true; }
   double learning_rate() const override { return options_.lr; }
   void set_learning_rate(double lr) override;
   // See Note [Optimizer state format].

@@ -10,24 +10,25 @@ void check_lr(double lr) {
 }
 
 // The update loops take __restrict pointers and no branches so that g++ vectorises them.
+// gs is ParameterView::grad_scale: see Note [Who divides by the world size].
 void plain_update(float* __restrict w, const float* __restrict g, std::size_t n, float lr,
-                  float wd) {
-  for (std::size_t i = 0; i < n; ++i) w[i] -= lr * (g[i] + wd * w[i]);
+                  float wd, float gs) {
+  for (std::size_t i = 0; i < n; ++i) w[i] -= lr * (g[i] * gs + wd * w[i]);
 }
 
 void momentum_update(float* __restrict w, const float* __restrict g, float* __restrict buf,
-                     std::size_t n, float lr, float wd, float momentum) {
+                     std::size_t n, float lr, float wd, float momentum, float gs) {
   for (std::size_t i = 0; i < n; ++i) {
-    const float b = momentum * buf[i] + (g[i] + wd * w[i]);
+    const float b = momentum * buf[i] + (g[i] * gs + wd * w[i]);
     buf[i] = b;
     w[i] -= lr * b;
   }
 }
 
 void nesterov_update(float* __restrict w, const float* __restrict g, float* __restrict buf,
-                     std::size_t n, float lr, float wd, float momentum) {
+                     std::size_t n, float lr, float wd, float momentum, float gs) {
   for (std::size_t i = 0; i < n; ++i) {
-    const float d = g[i] + wd * w[i];
+    const float d = g[i] * gs + wd * w[i];
     const float b = momentum * buf[i] + d;
     buf[i] = b;
     w[i] -= lr * (d + momentum * b);
@@ -66,11 +67,13 @@ void Sgd::step(const std::vector<gw::ParameterView>& params) {
   for (std::size_t i = 0; i < params.size(); ++i) {
     const gw::ParameterView& p = params[i];
     if (options_.momentum == 0.0) {
-      plain_update(p.value, p.grad, p.numel, lr, wd);
+      plain_update(p.value, p.grad, p.numel, lr, wd, p.grad_scale);
     } else if (options_.nesterov) {
-      nesterov_update(p.value, p.grad, state_.buffer(i, 0), p.numel, lr, wd, momentum);
+      nesterov_update(p.value, p.grad, state_.buffer(i, 0), p.numel, lr, wd, momentum,
+                      p.grad_scale);
     } else {
-      momentum_update(p.value, p.grad, state_.buffer(i, 0), p.numel, lr, wd, momentum);
+      momentum_update(p.value, p.grad, state_.buffer(i, 0), p.numel, lr, wd, momentum,
+                      p.grad_scale);
     }
   }
 }

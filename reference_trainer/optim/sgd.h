@@ -31,6 +31,7 @@ class Sgd final : public gw::Optimizer {
   // State (the momentum buffers) is created at the first step for the layout it is given; a later
   // step with another layout throws std::invalid_argument.
   void step(const std::vector<gw::ParameterView>& params) override;
+  bool accepts_gradient_scale() const override { return true; }
   double learning_rate() const override { return options_.lr; }
   void set_learning_rate(double lr) override;
   // See Note [Optimizer state format].

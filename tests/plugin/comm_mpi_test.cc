@@ -116,6 +116,33 @@ TEST(Comm, AsyncOperationsCompleteIndependently) {
   EXPECT_EQ(lowest, 10);
 }
 
+// The async forms go through MPI's non-blocking collectives, a different path from the blocking
+// forms above: the same results and the same counts.
+TEST(Comm, AsyncAllgathervAndBroadcastMatchTheBlockingForms) {
+  CountingCommunicator comm(make_mpi_world_communicator());
+  const int n = comm.size(), r = comm.rank();
+  std::vector<std::size_t> counts(n);
+  for (int i = 0; i < n; ++i) counts[i] = static_cast<std::size_t>(2 * i + 1);
+  std::vector<float> send(counts[r], static_cast<float>(r));
+  std::vector<float> recv(static_cast<std::size_t>(n) * n, -1.0f);  // sum of 2i+1 is n^2
+  std::vector<std::int64_t> bcast(5, r == 1 % n ? 77 : 0);
+  WorkHandle g = comm.allgatherv_async(send.data(), send.size(), recv.data(), counts,
+                                       DataType::kFloat32, TrafficKind::kParameter);
+  WorkHandle b = comm.broadcast_async(bcast.data(), bcast.size(), DataType::kInt64, 1 % n,
+                                      TrafficKind::kControl);
+  g->wait();
+  b->wait();
+  std::size_t at = 0;
+  for (int i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j < counts[i]; ++j) ASSERT_EQ(recv[at++], static_cast<float>(i));
+  }
+  for (auto v : bcast) EXPECT_EQ(v, 77);
+  const auto c = comm.counters();
+  EXPECT_EQ(c[TrafficKind::kParameter].sent_bytes, static_cast<std::uint64_t>(n - 1) * counts[r] * 4);
+  EXPECT_EQ(c[TrafficKind::kParameter].received_bytes, (static_cast<std::uint64_t>(n) * n - counts[r]) * 4);
+  EXPECT_EQ(c[TrafficKind::kControl].received_bytes, r == 1 % n ? 0u : 40u);
+}
+
 TEST(Comm, BadArgumentsAreErrorsBeforeAnythingIsSent) {
   CountingCommunicator comm(make_mpi_world_communicator());
   float x = 0;
@@ -130,6 +157,13 @@ TEST(Comm, BadArgumentsAreErrorsBeforeAnythingIsSent) {
                CommError);
   EXPECT_THROW(comm.allreduce(&x, 1, DataType::kFloat16, ReduceOp::kSum, TrafficKind::kGradient),
                CommError);
+  EXPECT_THROW(comm.broadcast_async(&x, 1, DataType::kFloat32, -1, TrafficKind::kControl),
+               CommError);
+  EXPECT_THROW(comm.allgatherv_async(&x, 1, &x, {}, DataType::kFloat32, TrafficKind::kControl),
+               CommError);
+  EXPECT_THROW(
+      comm.allreduce_async(&x, 1, DataType::kFloat16, ReduceOp::kSum, TrafficKind::kGradient),
+      CommError);
   // Nothing was sent, and the ranks are still in step.
   EXPECT_EQ(comm.counters().total_sent(), 0u);
   comm.barrier();

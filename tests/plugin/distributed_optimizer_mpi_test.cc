@@ -19,16 +19,21 @@ class RecordingOptimizer : public Optimizer {
   std::string name() const override { return "recording"; }
   void step(const std::vector<ParameterView>& params) override {
     seen.clear();
+    scales.clear();
     for (const auto& p : params) {
       seen.emplace_back(p.grad, p.grad + p.numel);
-      for (std::size_t i = 0; i < p.numel; ++i) p.value[i] -= p.grad[i];
+      scales.push_back(p.grad_scale);
+      for (std::size_t i = 0; i < p.numel; ++i) p.value[i] -= p.grad[i] * p.grad_scale;
     }
   }
+  bool accepts_gradient_scale() const override { return accepts_scale; }
   double learning_rate() const override { return 1.0; }
   void set_learning_rate(double) override {}
   void save_state(std::ostream&) const override {}
   void load_state(std::istream&) override {}
   std::vector<std::vector<float>> seen;
+  std::vector<float> scales;
+  bool accepts_scale = false;
 };
 
 struct Fixture {
@@ -42,9 +47,10 @@ struct Fixture {
     for (std::size_t i = 0; i < w.size(); ++i) w[i] = 100.0f * comm->rank() + i;
     for (std::size_t i = 0; i < b.size(); ++i) b[i] = -100.0f * comm->rank() - i;
   }
-  DistributedOptimizer make(DistributedOptimizerOptions options = {}) {
+  DistributedOptimizer make(DistributedOptimizerOptions options = {}, bool accepts_scale = false) {
     options.read_environment = false;
     auto rec = std::make_unique<RecordingOptimizer>();
+    rec->accepts_scale = accepts_scale;
     inner = rec.get();
     return DistributedOptimizer(comm, std::move(rec),
                                 {{"w", w.data(), w.size()}, {"b", b.data(), b.size()}},
@@ -89,6 +95,7 @@ TEST(DistributedOptimizer, InnerOptimizerSeesTheAverageOfTheRanksGradients) {
     opt.gradient_ready(0);
     opt.step();
     ASSERT_EQ(f.inner->seen.size(), 2u);
+    EXPECT_EQ(f.inner->scales, std::vector<float>(2, 1.0f));
     for (std::size_t i = 0; i < 5; ++i) {
       EXPECT_EQ(f.inner->seen[0][i], (n + 1) / 2.0f + step + i) << "step " << step << " i " << i;
     }
@@ -106,6 +113,25 @@ TEST(DistributedOptimizer, InnerOptimizerSeesTheAverageOfTheRanksGradients) {
             3 * CountingCommunicator::allreduce_bytes(8, 4, r, n));
   // The configuration check at construction is control traffic.
   if (n > 1) EXPECT_GT(control_before, 0u);
+}
+
+TEST(DistributedOptimizer, AScaleAcceptingOptimizerGetsTheSumAndOneOverN) {
+  Fixture f;
+  DistributedOptimizer opt = f.make({}, /*accepts_scale=*/true);
+  const int n = f.comm->size();
+  for (std::size_t p = 0; p < 2; ++p) {
+    float* g = opt.gradient(p);
+    for (std::size_t i = 0; i < (p == 0 ? 5u : 3u); ++i) g[i] = static_cast<float>(f.comm->rank() + 1);
+  }
+  opt.step();
+  // No pass over the gradients: the sum is left in place, the optimizer applies 1/n.
+  EXPECT_EQ(f.inner->seen[0][0], n * (n + 1) / 2.0f);
+  EXPECT_EQ(f.inner->scales, std::vector<float>(2, 1.0f / n));
+  EXPECT_EQ(f.w[0], 0.0f - (n + 1) / 2.0f);
+  // synchronize_gradients() still leaves the average in the buffer, whatever the optimizer.
+  for (std::size_t i = 0; i < 5; ++i) opt.gradient(0)[i] = static_cast<float>(f.comm->rank() + 1);
+  opt.synchronize_gradients();
+  EXPECT_EQ(opt.gradient(0)[0], (n + 1) / 2.0f);
 }
 
 TEST(DistributedOptimizer, SumReductionLeavesTheSum) {

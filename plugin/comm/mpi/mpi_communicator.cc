@@ -105,12 +105,53 @@ MpiCommunicator::~MpiCommunicator() {
   if (comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm_);
 }
 
-WorkHandle MpiCommunicator::allreduce_async(void* buffer, std::size_t count, DataType type,
-                                            ReduceOp op, TrafficKind /*kind*/) {
+namespace {
+
+void check_allreduce_type(DataType type, int rank) {
   if (type == DataType::kFloat16) {
     throw CommError("allreduce of float16 is not supported by the MPI backend (rank " +
-                    std::to_string(rank_) + ")");
+                    std::to_string(rank) + ")");
   }
+}
+
+// MPI's int counts and displacements for an allgatherv, after checking the arguments.
+void allgatherv_layout(const std::vector<std::size_t>& recv_counts, std::size_t send_count,
+                       int rank, int size, std::vector<int>* counts,
+                       std::vector<int>* displacements) {
+  if (recv_counts.size() != static_cast<std::size_t>(size)) {
+    throw CommError("allgatherv on rank " + std::to_string(rank) + ": " +
+                    std::to_string(recv_counts.size()) + " receive counts for " +
+                    std::to_string(size) + " ranks");
+  }
+  if (recv_counts[static_cast<std::size_t>(rank)] != send_count) {
+    throw CommError("allgatherv on rank " + std::to_string(rank) + ": send count " +
+                    std::to_string(send_count) + " differs from this rank's receive count " +
+                    std::to_string(recv_counts[static_cast<std::size_t>(rank)]));
+  }
+  counts->resize(recv_counts.size());
+  displacements->resize(recv_counts.size());
+  std::size_t offset = 0;
+  for (std::size_t r = 0; r < recv_counts.size(); ++r) {
+    (*counts)[r] = to_mpi_count(recv_counts[r], "allgatherv", rank);
+    (*displacements)[r] = to_mpi_count(offset, "allgatherv (total)", rank);
+    offset += recv_counts[r];
+  }
+  to_mpi_count(offset, "allgatherv (total)", rank);
+}
+
+void check_root(int root, int rank, int size) {
+  if (root < 0 || root >= size) {
+    throw CommError("broadcast on rank " + std::to_string(rank) + ": root " +
+                    std::to_string(root) + " is not a rank of this " + std::to_string(size) +
+                    "-rank communicator");
+  }
+}
+
+}  // namespace
+
+WorkHandle MpiCommunicator::allreduce_async(void* buffer, std::size_t count, DataType type,
+                                            ReduceOp op, TrafficKind /*kind*/) {
+  check_allreduce_type(type, rank_);
   const int n = to_mpi_count(count, "allreduce", rank_);
   auto work = std::make_unique<MpiWork>("MPI_Iallreduce", rank_);
   if (n > 0) {
@@ -124,29 +165,22 @@ WorkHandle MpiCommunicator::allreduce_async(void* buffer, std::size_t count, Dat
   return work;
 }
 
+void MpiCommunicator::allreduce(void* buffer, std::size_t count, DataType type, ReduceOp op,
+                                TrafficKind /*kind*/) {
+  check_allreduce_type(type, rank_);
+  const int n = to_mpi_count(count, "allreduce", rank_);
+  if (n > 0) {
+    GW_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buffer, n, mpi_type(type), mpi_op(op), comm_), rank_);
+  } else {
+    GW_MPI_CHECK(MPI_Barrier(comm_), rank_);
+  }
+}
+
 WorkHandle MpiCommunicator::allgatherv_async(const void* send, std::size_t send_count, void* recv,
                                              std::vector<std::size_t> recv_counts, DataType type,
                                              TrafficKind /*kind*/) {
-  if (recv_counts.size() != static_cast<std::size_t>(size_)) {
-    throw CommError("allgatherv on rank " + std::to_string(rank_) + ": " +
-                    std::to_string(recv_counts.size()) + " receive counts for " +
-                    std::to_string(size_) + " ranks");
-  }
-  if (recv_counts[static_cast<std::size_t>(rank_)] != send_count) {
-    throw CommError("allgatherv on rank " + std::to_string(rank_) + ": send count " +
-                    std::to_string(send_count) + " differs from this rank's receive count " +
-                    std::to_string(recv_counts[static_cast<std::size_t>(rank_)]));
-  }
   auto work = std::make_unique<MpiWork>("MPI_Iallgatherv", rank_);
-  work->counts.resize(recv_counts.size());
-  work->displacements.resize(recv_counts.size());
-  std::size_t offset = 0;
-  for (std::size_t r = 0; r < recv_counts.size(); ++r) {
-    work->counts[r] = to_mpi_count(recv_counts[r], "allgatherv", rank_);
-    work->displacements[r] = to_mpi_count(offset, "allgatherv (total)", rank_);
-    offset += recv_counts[r];
-  }
-  to_mpi_count(offset, "allgatherv (total)", rank_);
+  allgatherv_layout(recv_counts, send_count, rank_, size_, &work->counts, &work->displacements);
   GW_MPI_CHECK(MPI_Iallgatherv(send, static_cast<int>(send_count), mpi_type(type), recv,
                                work->counts.data(), work->displacements.data(), mpi_type(type),
                                comm_, work->request()),
@@ -154,17 +188,30 @@ WorkHandle MpiCommunicator::allgatherv_async(const void* send, std::size_t send_
   return work;
 }
 
+void MpiCommunicator::allgatherv(const void* send, std::size_t send_count, void* recv,
+                                 std::vector<std::size_t> recv_counts, DataType type,
+                                 TrafficKind /*kind*/) {
+  std::vector<int> counts, displacements;
+  allgatherv_layout(recv_counts, send_count, rank_, size_, &counts, &displacements);
+  GW_MPI_CHECK(MPI_Allgatherv(send, static_cast<int>(send_count), mpi_type(type), recv,
+                              counts.data(), displacements.data(), mpi_type(type), comm_),
+               rank_);
+}
+
 WorkHandle MpiCommunicator::broadcast_async(void* buffer, std::size_t count, DataType type,
                                             int root, TrafficKind /*kind*/) {
-  if (root < 0 || root >= size_) {
-    throw CommError("broadcast on rank " + std::to_string(rank_) + ": root " +
-                    std::to_string(root) + " is not a rank of this " + std::to_string(size_) +
-                    "-rank communicator");
-  }
+  check_root(root, rank_, size_);
   const int n = to_mpi_count(count, "broadcast", rank_);
   auto work = std::make_unique<MpiWork>("MPI_Ibcast", rank_);
   GW_MPI_CHECK(MPI_Ibcast(buffer, n, mpi_type(type), root, comm_, work->request()), rank_);
   return work;
+}
+
+void MpiCommunicator::broadcast(void* buffer, std::size_t count, DataType type, int root,
+                                TrafficKind /*kind*/) {
+  check_root(root, rank_, size_);
+  const int n = to_mpi_count(count, "broadcast", rank_);
+  GW_MPI_CHECK(MPI_Bcast(buffer, n, mpi_type(type), root, comm_), rank_);
 }
 
 void MpiCommunicator::barrier() { GW_MPI_CHECK(MPI_Barrier(comm_), rank_); }

@@ -28,6 +28,14 @@ class MpiCommunicator : public Communicator {
                              TrafficKind kind) override;
   void barrier() override;
 
+  // Blocking MPI collectives (the tuned algorithms), same checks and errors as the async forms.
+  void allreduce(void* buffer, std::size_t count, DataType type, ReduceOp op,
+                 TrafficKind kind) override;
+  void allgatherv(const void* send, std::size_t send_count, void* recv,
+                  std::vector<std::size_t> recv_counts, DataType type, TrafficKind kind) override;
+  void broadcast(void* buffer, std::size_t count, DataType type, int root,
+                 TrafficKind kind) override;
+
   MPI_Comm handle() const { return comm_; }
 
  private:
