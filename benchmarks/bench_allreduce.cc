@@ -161,9 +161,10 @@ int main(int argc, char** argv) {
     }
     const double gw_alg = bytes / gw_s / 1e9, mpi_alg = bytes / mpi_s / 1e9;
     if (rank == 0) {
-      std::printf("  %12zu %10zu | %10.1f %8.3f %8.3f | %10.1f | %10.1f %8.3f %8.3f | %6.3f %8.3f %6lld\n",
-                  bytes, count, gw_s * 1e6, gw_alg, gw_alg * bus_factor, div_s * 1e6, mpi_s * 1e6,
-                  mpi_alg, mpi_alg * bus_factor, ratio, ratio_div, static_cast<long long>(wrong));
+      std::printf(
+          "  %12zu %10zu | %10.1f %8.3f %8.3f | %10.1f | %10.1f %8.3f %8.3f | %6.3f %8.3f %6lld\n",
+          bytes, count, gw_s * 1e6, gw_alg, gw_alg * bus_factor, div_s * 1e6, mpi_s * 1e6, mpi_alg,
+          mpi_alg * bus_factor, ratio, ratio_div, static_cast<long long>(wrong));
       std::fflush(stdout);
     }
     rows.push_back({{"bytes", bytes},
@@ -181,8 +182,10 @@ int main(int argc, char** argv) {
                     {"wrong", wrong}});
   }
   if (rank == 0) {
-    std::printf("# max ratio at or above 1 MB: %.3f (target: at most 1.05); with a separate divide "
-                "pass: %.3f\n", max_ratio_1mb, max_ratio_div_1mb);
+    std::printf(
+        "# max ratio at or above 1 MB: %.3f (target: at most 1.05); with a separate divide "
+        "pass: %.3f\n",
+        max_ratio_1mb, max_ratio_div_1mb);
     if (!report_path.empty()) {
       nlohmann::json report = {
           {"benchmark", "gradwire_bench_allreduce"},
@@ -192,7 +195,8 @@ int main(int argc, char** argv) {
            "DistributedOptimizer::step with an inner optimizer that applies the 1/n gradient scale "
            "in its own loop (the path of gradwire_train's SGD and Adam); "
            "gradwire_separate_divide = DistributedOptimizer::synchronize_gradients (sum allreduce "
-           "+ a pass dividing by n); mpi = MPI_Allreduce(MPI_IN_PLACE, MPI_SUM) of the same floats"},
+           "+ a pass dividing by n); mpi = MPI_Allreduce(MPI_IN_PLACE, MPI_SUM) of the same "
+           "floats"},
           {"busbw_factor", bus_factor},
           {"rows", rows},
           {"max_ratio_at_or_above_1MB", max_ratio_1mb},

@@ -44,8 +44,8 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<CountingCommunicator>
   ready_.assign(params_.size(), 0);
   views_.reserve(params_.size());
   for (const auto& p : params_) {
-    views_.push_back(ParameterView{p.spec.name, p.spec.value,
-                                   flat_gradients_.data() + p.offset, p.spec.numel});
+    views_.push_back(
+        ParameterView{p.spec.name, p.spec.value, flat_gradients_.data() + p.offset, p.spec.numel});
   }
 
   check_same_on_all_ranks(*comm_, config_.canonical() + layout_canonical());
@@ -72,8 +72,8 @@ std::string DistributedOptimizer::layout_canonical() const {
 
 float* DistributedOptimizer::gradient(std::size_t i) {
   if (i >= params_.size()) {
-    throw std::out_of_range("DistributedOptimizer::gradient: parameter index " +
-                            std::to_string(i) + " of " + std::to_string(params_.size()));
+    throw std::out_of_range("DistributedOptimizer::gradient: parameter index " + std::to_string(i) +
+                            " of " + std::to_string(params_.size()));
   }
   return flat_gradients_.data() + params_[i].offset;
 }
@@ -108,7 +108,8 @@ void DistributedOptimizer::exchange_gradients() {
                            ": gradient_ready was not called for: " + missing);
   }
   const bool debug = log_.enabled(LogLevel::kDebug);
-  const auto start = debug ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+  const auto start =
+      debug ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
   comm_->allreduce(flat_gradients_.data(), flat_gradients_.size(), DataType::kFloat32,
                    ReduceOp::kSum, TrafficKind::kGradient);
   if (debug) {

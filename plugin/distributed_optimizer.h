@@ -56,8 +56,8 @@ class DistributedOptimizer {
   std::size_t gradient_numel() const { return flat_gradients_.size(); }
 
   // Backward calls this as soon as parameter i's gradient is final. Optional: a program that never
-  // calls it has every gradient exchanged at step(). Calling it twice for one parameter in one step,
-  // or calling it for some parameters but not all before step(), is a std::logic_error.
+  // calls it has every gradient exchanged at step(). Calling it twice for one parameter in one
+  // step, or calling it for some parameters but not all before step(), is a std::logic_error.
   void gradient_ready(std::size_t i);
 
   // Averages (or sums, GRADWIRE_GRADIENT_REDUCTION) the gradients over ranks, then runs the inner

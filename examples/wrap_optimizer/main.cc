@@ -95,7 +95,8 @@ int main(int argc, char** argv) {
       for (std::size_t f = 0; f < kFeatures; ++f) pred += w[f] * x[s * kFeatures + f];
       const float err = pred - y[s];
       loss += 0.5 * err * err / kSamples;
-      for (std::size_t f = 0; f < kFeatures; ++f) grad_w[f] += err * x[s * kFeatures + f] / kSamples;
+      for (std::size_t f = 0; f < kFeatures; ++f)
+        grad_w[f] += err * x[s * kFeatures + f] / kSamples;
       grad_b[0] += err / kSamples;
     }
     opt.gradient_ready(1);  // in the order backward finishes them
@@ -109,10 +110,11 @@ int main(int argc, char** argv) {
   }
   const auto traffic = comm->counters();
   if (rank == 0) {
-    std::printf("ranks %d, steps %lld, final local loss %.3g, max |w - w_true| %.3g, "
-                "gradient bytes sent by rank 0: %llu\n",
-                comm->size(), static_cast<long long>(opt.steps()), loss, max_error,
-                static_cast<unsigned long long>(traffic[gw::TrafficKind::kGradient].sent_bytes));
+    std::printf(
+        "ranks %d, steps %lld, final local loss %.3g, max |w - w_true| %.3g, "
+        "gradient bytes sent by rank 0: %llu\n",
+        comm->size(), static_cast<long long>(opt.steps()), loss, max_error,
+        static_cast<unsigned long long>(traffic[gw::TrafficKind::kGradient].sent_bytes));
   }
   return max_error < 1e-3 ? 0 : 1;
 }

@@ -40,7 +40,8 @@ class Work {
 using WorkHandle = std::unique_ptr<Work>;
 
 // Collectives over a fixed group of ranks. Every rank must call the same collectives in the same
-// order with matching counts (as in MPI). Buffers must stay valid until the handle's wait() returns.
+// order with matching counts (as in MPI). Buffers must stay valid until the handle's wait()
+// returns.
 class Communicator {
  public:
   virtual ~Communicator() = default;

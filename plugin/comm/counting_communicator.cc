@@ -50,8 +50,8 @@ void CountingCommunicator::allreduce(void* buffer, std::size_t count, DataType t
 void CountingCommunicator::record_allgatherv(const std::vector<std::size_t>& recv_counts,
                                              std::size_t send_count, DataType type,
                                              TrafficKind kind) {
-  const std::uint64_t total = std::accumulate(recv_counts.begin(), recv_counts.end(),
-                                              std::uint64_t{0});
+  const std::uint64_t total =
+      std::accumulate(recv_counts.begin(), recv_counts.end(), std::uint64_t{0});
   const std::uint64_t element = size_of(type);
   const auto others = static_cast<std::uint64_t>(size() - 1);
   record(kind, others * send_count * element, (total - send_count) * element);

@@ -13,12 +13,18 @@ namespace {
 
 const char* type_name(ParamType t) {
   switch (t) {
-    case ParamType::kBool: return "bool";
-    case ParamType::kInt: return "int";
-    case ParamType::kFloat: return "float";
-    case ParamType::kEnum: return "enum";
-    case ParamType::kString: return "string";
-    case ParamType::kFloatList: return "float list";
+    case ParamType::kBool:
+      return "bool";
+    case ParamType::kInt:
+      return "int";
+    case ParamType::kFloat:
+      return "float";
+    case ParamType::kEnum:
+      return "enum";
+    case ParamType::kString:
+      return "string";
+    case ParamType::kFloatList:
+      return "float list";
   }
   return "?";
 }
@@ -27,9 +33,12 @@ const char* type_name(ParamType t) {
 
 const char* to_string(Source source) {
   switch (source) {
-    case Source::kDefault: return "default";
-    case Source::kProgram: return "program";
-    case Source::kEnvironment: return "environment";
+    case Source::kDefault:
+      return "default";
+    case Source::kProgram:
+      return "program";
+    case Source::kEnvironment:
+      return "environment";
   }
   return "?";
 }
@@ -87,8 +96,8 @@ Config Config::from_environment() {
 const Config::Entry& Config::entry(std::string_view key, ParamType expected) const {
   const std::size_t i = index_of(key);
   const ParamType actual = registry_->params()[i].type;
-  const bool compatible = actual == expected ||
-                          (expected == ParamType::kString && actual == ParamType::kEnum);
+  const bool compatible =
+      actual == expected || (expected == ParamType::kString && actual == ParamType::kEnum);
   if (!compatible) {
     throw std::logic_error(std::string(key) + " is a " + type_name(actual) + ", read as a " +
                            type_name(expected));
@@ -173,8 +182,7 @@ std::string markdown_table(const Registry& registry) {
   out << "|---|---|---|---|---|\n";
   for (const auto& p : registry.params()) {
     out << "| `" << p.key << "` | " << type_name(p.type) << " | `" << p.default_text << "` | "
-        << p.accepted() << " | " << p.description << (p.rank_local ? " Rank-local." : "")
-        << " |\n";
+        << p.accepted() << " | " << p.description << (p.rank_local ? " Rank-local." : "") << " |\n";
   }
   return out.str();
 }

@@ -20,8 +20,9 @@ Registry make_registry() {
     p.type = ParamType::kEnum;
     p.choices = {"every_step"};
     p.default_text = "every_step";
-    p.description = "When ranks exchange; every_step averages gradients at every step "
-                    "(synchronous SGD).";
+    p.description =
+        "When ranks exchange; every_step averages gradients at every step "
+        "(synchronous SGD).";
     r.add(p);
   }
   {
@@ -30,8 +31,9 @@ Registry make_registry() {
     p.type = ParamType::kEnum;
     p.choices = {"average", "sum"};
     p.default_text = "average";
-    p.description = "average divides the summed gradients by the world size before the inner "
-                    "optimizer runs; sum leaves that to you (scale the learning rate).";
+    p.description =
+        "average divides the summed gradients by the world size before the inner "
+        "optimizer runs; sum leaves that to you (scale the learning rate).";
     r.add(p);
   }
   {
@@ -39,8 +41,9 @@ Registry make_registry() {
     p.key = keys::kBroadcastParameters;
     p.type = ParamType::kBool;
     p.default_text = "1";
-    p.description = "Copy rank 0's initial parameters to every rank when the "
-                    "DistributedOptimizer is created.";
+    p.description =
+        "Copy rank 0's initial parameters to every rank when the "
+        "DistributedOptimizer is created.";
     r.add(p);
   }
   {

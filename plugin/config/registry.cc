@@ -115,11 +115,13 @@ Value Registry::parse(const ParamSpec& spec, std::string_view text) const {
     case ParamType::kInt: {
       std::int64_t v = 0;
       auto res = std::from_chars(text.data(), text.data() + text.size(), v);
-      if (text.empty() || res.ec == std::errc::invalid_argument) reject(spec, text, "not an integer");
+      if (text.empty() || res.ec == std::errc::invalid_argument)
+        reject(spec, text, "not an integer");
       if (res.ec == std::errc::result_out_of_range) reject(spec, text, "out of range");
       if (res.ptr != text.data() + text.size()) {
-        reject(spec, text, "unexpected '" + std::string(res.ptr, text.data() + text.size()) +
-                               "' after the number; units are not accepted");
+        reject(spec, text,
+               "unexpected '" + std::string(res.ptr, text.data() + text.size()) +
+                   "' after the number; units are not accepted");
       }
       if (static_cast<double>(v) < spec.min || static_cast<double>(v) > spec.max) {
         reject(spec, text, "out of range");
@@ -150,8 +152,9 @@ Value Registry::parse(const ParamSpec& spec, std::string_view text) const {
             text.substr(start, comma == std::string_view::npos ? text.npos : comma - start);
         double v = 0;
         if (!parse_double(item, &v)) {
-          reject(spec, text, "element " + std::to_string(values.size() + 1) + " '" +
-                                 std::string(item) + "' is not a finite number");
+          reject(spec, text,
+                 "element " + std::to_string(values.size() + 1) + " '" + std::string(item) +
+                     "' is not a finite number");
         }
         if (v < spec.min || v > spec.max) {
           reject(spec, text, "element " + std::to_string(values.size() + 1) + " out of range");

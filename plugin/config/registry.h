@@ -22,14 +22,14 @@ class ConfigError : public std::runtime_error {
 enum class ParamType { kBool, kInt, kFloat, kEnum, kString, kFloatList };
 
 struct ParamSpec {
-  std::string key;           // "GRADWIRE_COMPRESSOR"
+  std::string key;  // "GRADWIRE_COMPRESSOR"
   ParamType type = ParamType::kString;
-  std::string default_text;  // the default, written as a user would write it
+  std::string default_text;          // the default, written as a user would write it
   std::vector<std::string> choices;  // kEnum: the accepted values
-  double min = 0;            // kInt, kFloat, kFloatList (each element): inclusive range
+  double min = 0;                    // kInt, kFloat, kFloatList (each element): inclusive range
   double max = 0;
-  bool rank_local = false;   // may differ across ranks (log level, file paths): not hashed
-  std::string description;   // one line
+  bool rank_local = false;  // may differ across ranks (log level, file paths): not hashed
+  std::string description;  // one line
 
   // What is accepted, in words: "one of: none, fp16" or "an integer in [1, 64]".
   std::string accepted() const;

@@ -22,9 +22,7 @@ std::optional<TrainerOptions> parse_command_line(int argc, char** argv, int* exi
   app.add_option("--batch-size", o.batch_size, "Samples per rank per step")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20))
       ->capture_default_str();
-  app.add_option("--lr", o.lr, "Learning rate")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  app.add_option("--lr", o.lr, "Learning rate")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--momentum", o.momentum, "SGD momentum")
       ->check(CLI::Range(0.0, 0.999999))
       ->capture_default_str();

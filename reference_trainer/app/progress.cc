@@ -8,8 +8,7 @@ namespace gw::trainer {
 
 ProgressBar::ProgressBar(bool enabled) : active_(enabled && isatty(STDOUT_FILENO) != 0) {}
 
-void ProgressBar::update(int epoch, int epochs, std::size_t step, std::size_t steps,
-                         double loss) {
+void ProgressBar::update(int epoch, int epochs, std::size_t step, std::size_t steps, double loss) {
   if (!active_) return;
   const auto now = std::chrono::steady_clock::now();
   // Redraw at most ten times a second, and always at the end of the epoch.

@@ -107,8 +107,8 @@ std::string summary_text(const nlohmann::json& r) {
                 r["final_test_accuracy"].get<double>());
   out << line;
   std::snprintf(line, sizeof line, "%-28s %.1f s (%lld steps, %d ranks)\n", "wall time",
-                r["wall_seconds"].get<double>(), static_cast<long long>(r["steps"].get<std::int64_t>()),
-                r["world_size"].get<int>());
+                r["wall_seconds"].get<double>(),
+                static_cast<long long>(r["steps"].get<std::int64_t>()), r["world_size"].get<int>());
   out << line;
   std::snprintf(line, sizeof line, "%-28s %.0f\n", "samples/s (training)",
                 r["samples_per_second"].get<double>());
@@ -148,10 +148,12 @@ std::vector<float> load_parameters(const std::string& path) {
     throw std::runtime_error("'" + path + "' is not a gradwire parameter file");
   }
   if (count > (std::uint64_t{1} << 34)) {
-    throw std::runtime_error("'" + path + "': implausible parameter count " + std::to_string(count));
+    throw std::runtime_error("'" + path + "': implausible parameter count " +
+                             std::to_string(count));
   }
   std::vector<float> values(count);
-  in.read(reinterpret_cast<char*>(values.data()), static_cast<std::streamsize>(count * sizeof(float)));
+  in.read(reinterpret_cast<char*>(values.data()),
+          static_cast<std::streamsize>(count * sizeof(float)));
   if (!in) throw std::runtime_error("'" + path + "' is truncated");
   return values;
 }

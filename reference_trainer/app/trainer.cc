@@ -72,8 +72,8 @@ std::vector<TrafficCounters> gather_traffic(CountingCommunicator& comm) {
   }
   const auto n = static_cast<std::size_t>(comm.size());
   std::vector<std::int64_t> all(kFields * n);
-  comm.allgatherv(send, kFields, all.data(), std::vector<std::size_t>(n, kFields),
-                  DataType::kInt64, TrafficKind::kControl);
+  comm.allgatherv(send, kFields, all.data(), std::vector<std::size_t>(n, kFields), DataType::kInt64,
+                  TrafficKind::kControl);
   std::vector<TrafficCounters> out(n);
   for (std::size_t r = 0; r < n; ++r) {
     for (int k = 0; k < kNumTrafficKinds; ++k) {
@@ -128,8 +128,7 @@ TrainResult train(const TrainerOptions& options, const config::Config& config,
   for (int epoch = 1; epoch <= options.epochs && !reached_max_steps(); ++epoch) {
     EpochResult e;
     e.epoch = epoch;
-    const std::uint64_t gradient_bytes_before =
-        comm->counters()[TrafficKind::kGradient].sent_bytes;
+    const std::uint64_t gradient_bytes_before = comm->counters()[TrafficKind::kGradient].sent_bytes;
     const double epoch_start = synchronized_now(*comm);
     double loss_sum = 0;
     std::size_t steps_done = 0;

@@ -16,12 +16,12 @@ namespace gw::trainer {
 
 struct EpochResult {
   int epoch = 0;
-  double loss = 0;           // mean training loss over the epoch's steps, averaged over ranks
+  double loss = 0;  // mean training loss over the epoch's steps, averaged over ranks
   double test_accuracy = 0;
   double test_loss = 0;
-  double wall_seconds = 0;   // training and evaluation of this epoch
-  double train_seconds = 0;  // training only
-  std::uint64_t samples = 0; // training samples processed by all ranks this epoch
+  double wall_seconds = 0;                // training and evaluation of this epoch
+  double train_seconds = 0;               // training only
+  std::uint64_t samples = 0;              // training samples processed by all ranks this epoch
   std::uint64_t gradient_bytes_sent = 0;  // this rank (rank 0), this epoch
 };
 
@@ -32,9 +32,9 @@ struct TrainResult {
   std::string model_description;
   std::vector<EpochResult> epochs;
   double final_test_accuracy = 0;
-  double wall_seconds = 0;        // rank 0, from before the first step to after the last eval
-  double train_seconds = 0;       // sum of the epochs' training time
-  std::uint64_t samples = 0;      // training samples processed by all ranks
+  double wall_seconds = 0;    // rank 0, from before the first step to after the last eval
+  double train_seconds = 0;   // sum of the epochs' training time
+  std::uint64_t samples = 0;  // training samples processed by all ranks
   std::vector<TrafficCounters> traffic_per_rank;  // gathered at the end, index = rank
   std::vector<float> final_parameters;            // rank 0's, in registration order
 };

@@ -8,23 +8,23 @@
 namespace gw::trainer {
 
 struct TrainerOptions {
-  std::string model = "mlp";        // mlp | cnn
-  std::string optimizer = "sgd";    // sgd | adam
+  std::string model = "mlp";      // mlp | cnn
+  std::string optimizer = "sgd";  // sgd | adam
   int epochs = 3;
-  std::size_t batch_size = 32;      // per rank
+  std::size_t batch_size = 32;  // per rank
   double lr = 0.05;
   double momentum = 0.9;
   bool nesterov = false;
   double weight_decay = 0.0;
   std::uint64_t seed = 42;
-  std::int64_t max_steps = 0;       // 0: no limit
-  std::size_t train_subset = 0;     // 0: the whole training set
-  std::size_t test_subset = 0;      // 0: the whole test set
+  std::int64_t max_steps = 0;    // 0: no limit
+  std::size_t train_subset = 0;  // 0: the whole training set
+  std::size_t test_subset = 0;   // 0: the whole test set
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
-  std::string report_path;          // empty: no JSON report
-  std::string save_params_path;     // empty: do not save final parameters
-  std::string print_config;         // "", "table" or "markdown"
-  bool progress = true;             // live progress bar on rank 0 when stdout is a terminal
+  std::string report_path;       // empty: no JSON report
+  std::string save_params_path;  // empty: do not save final parameters
+  std::string print_config;      // "", "table" or "markdown"
+  bool progress = true;          // live progress bar on rank 0 when stdout is a terminal
 };
 
 }  // namespace gw::trainer

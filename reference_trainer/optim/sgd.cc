@@ -11,8 +11,8 @@ void check_lr(double lr) {
 
 // The update loops take __restrict pointers and no branches so that g++ vectorises them.
 // gs is ParameterView::grad_scale: see Note [Who divides by the world size].
-void plain_update(float* __restrict w, const float* __restrict g, std::size_t n, float lr,
-                  float wd, float gs) {
+void plain_update(float* __restrict w, const float* __restrict g, std::size_t n, float lr, float wd,
+                  float gs) {
   for (std::size_t i = 0; i < n; ++i) w[i] -= lr * (g[i] * gs + wd * w[i]);
 }
 

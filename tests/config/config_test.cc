@@ -44,8 +44,8 @@ TEST(Registry, EveryGradwireParameterParsesItsDefaultAndRejectsGarbage) {
     EXPECT_EQ(config.text(p.key), to_text(reg.parse(p, p.default_text)));
     for (const char* bad : {"%%bad%%", "", " 1"}) {
       if (p.type == ParamType::kString && std::string(bad) != "") continue;
-      expect_config_error([&] { reg.parse(p, bad); }, {p.key, std::string("'") + bad + "'",
-                                                        "accepted: " + p.accepted()});
+      expect_config_error([&] { reg.parse(p, bad); },
+                          {p.key, std::string("'") + bad + "'", "accepted: " + p.accepted()});
     }
   }
 }
@@ -107,8 +107,7 @@ TEST(Registry, FloatListsCheckEveryElement) {
 TEST(Registry, EnumsAndStrings) {
   const Registry reg = test_registry();
   EXPECT_EQ(std::get<std::string>(reg.parse(*reg.find("GRADWIRE_T_ENUM"), "bb")), "bb");
-  expect_config_error([&] { reg.parse(*reg.find("GRADWIRE_T_ENUM"), "BB"); },
-                      {"one of: a, bb"});
+  expect_config_error([&] { reg.parse(*reg.find("GRADWIRE_T_ENUM"), "BB"); }, {"one of: a, bb"});
   expect_config_error([&] { reg.parse(*reg.find("GRADWIRE_T_PATH"), ""); }, {"non-empty"});
 }
 
@@ -124,8 +123,11 @@ TEST(Registry, DeclarationErrorsAreCaught) {
 
 TEST(Config, UnknownNamesAreRejectedWithASuggestion) {
   Config config;
-  expect_config_error([&] { config.apply_environment({{"GRADWIRE_COMPRESOR", "none"}}); },
-                      {"unknown variable GRADWIRE_COMPRESOR", "did you mean GRADWIRE_COMPRESSOR?"});
+  expect_config_error(
+      [&] {
+        config.apply_environment({{"GRADWIRE_COMPRESOR", "none"}});
+      },
+      {"unknown variable GRADWIRE_COMPRESOR", "did you mean GRADWIRE_COMPRESSOR?"});
   expect_config_error([&] { config.set("GRADWIRE_ZZZZZZZZZZZZZZZZZZZZ", "1"); },
                       {"unknown variable GRADWIRE_ZZZZZZZZZZZZZZZZZZZZ"});
   try {

@@ -38,9 +38,10 @@ int main(int argc, char** argv) {
       max_elem_rel = std::max(max_elem_rel, d / std::max(std::fabs(double(b[i])), 1e-3));
     }
     const double rel = max_b > 0 ? max_diff / max_b : max_diff;
-    std::printf("%zu parameters: max |a-b| = %.3e, max |b| = %.3e, relative difference %.3e "
-                "(limit %.1e); largest per-element |a-b|/max(|b|,1e-3) = %.3e\n",
-                a.size(), max_diff, max_b, rel, max_rel, max_elem_rel);
+    std::printf(
+        "%zu parameters: max |a-b| = %.3e, max |b| = %.3e, relative difference %.3e "
+        "(limit %.1e); largest per-element |a-b|/max(|b|,1e-3) = %.3e\n",
+        a.size(), max_diff, max_b, rel, max_rel, max_elem_rel);
     return rel <= max_rel ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

@@ -93,8 +93,7 @@ TEST_P(CommTest, BroadcastFromTheLastRank) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Counts, CommTest,
-                         ::testing::Values(0, 1, 7, 1000, 1000003),
+INSTANTIATE_TEST_SUITE_P(Counts, CommTest, ::testing::Values(0, 1, 7, 1000, 1000003),
                          [](const auto& info) { return "n" + std::to_string(info.param); });
 
 TEST(Comm, AsyncOperationsCompleteIndependently) {
@@ -138,8 +137,10 @@ TEST(Comm, AsyncAllgathervAndBroadcastMatchTheBlockingForms) {
   }
   for (auto v : bcast) EXPECT_EQ(v, 77);
   const auto c = comm.counters();
-  EXPECT_EQ(c[TrafficKind::kParameter].sent_bytes, static_cast<std::uint64_t>(n - 1) * counts[r] * 4);
-  EXPECT_EQ(c[TrafficKind::kParameter].received_bytes, (static_cast<std::uint64_t>(n) * n - counts[r]) * 4);
+  EXPECT_EQ(c[TrafficKind::kParameter].sent_bytes,
+            static_cast<std::uint64_t>(n - 1) * counts[r] * 4);
+  EXPECT_EQ(c[TrafficKind::kParameter].received_bytes,
+            (static_cast<std::uint64_t>(n) * n - counts[r]) * 4);
   EXPECT_EQ(c[TrafficKind::kControl].received_bytes, r == 1 % n ? 0u : 40u);
 }
 

@@ -71,8 +71,8 @@ TEST(CountingCommunicator, CountsPerKindAndCall) {
 TEST(CountingCommunicator, ErrorsOfTheWrappedCommunicatorReachWait) {
   CountingCommunicator comm(std::make_unique<ScriptedCommunicator>(1, 2, true));
   float x = 0;
-  WorkHandle w = comm.allreduce_async(&x, 1, DataType::kFloat32, ReduceOp::kSum,
-                                      TrafficKind::kGradient);
+  WorkHandle w =
+      comm.allreduce_async(&x, 1, DataType::kFloat32, ReduceOp::kSum, TrafficKind::kGradient);
   try {
     w->wait();
     FAIL() << "wait() did not rethrow";

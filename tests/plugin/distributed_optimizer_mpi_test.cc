@@ -121,7 +121,8 @@ TEST(DistributedOptimizer, AScaleAcceptingOptimizerGetsTheSumAndOneOverN) {
   const int n = f.comm->size();
   for (std::size_t p = 0; p < 2; ++p) {
     float* g = opt.gradient(p);
-    for (std::size_t i = 0; i < (p == 0 ? 5u : 3u); ++i) g[i] = static_cast<float>(f.comm->rank() + 1);
+    for (std::size_t i = 0; i < (p == 0 ? 5u : 3u); ++i)
+      g[i] = static_cast<float>(f.comm->rank() + 1);
   }
   opt.step();
   // No pass over the gradients: the sum is left in place, the optimizer applies 1/n.

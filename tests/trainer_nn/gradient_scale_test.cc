@@ -38,7 +38,9 @@ TEST(GradientScale, SgdMomentumWeightDecay) {
   expect_scale_folds_in<Sgd>(Sgd::Options{0.1, 0.9, false, 0.01});
 }
 TEST(GradientScale, SgdNesterov) { expect_scale_folds_in<Sgd>(Sgd::Options{0.1, 0.9, true, 0.0}); }
-TEST(GradientScale, Adam) { expect_scale_folds_in<Adam>(Adam::Options{0.01, 0.9, 0.999, 1e-8, 0.01}); }
+TEST(GradientScale, Adam) {
+  expect_scale_folds_in<Adam>(Adam::Options{0.01, 0.9, 0.999, 1e-8, 0.01});
+}
 
 }  // namespace
 }  // namespace gw::trainer

@@ -17,32 +17,41 @@ std::string mpi_error_text(int code) {
 }
 
 // Checks an MPI call's return code; the error names the call and the rank.
-#define GW_MPI_CHECK(call, rank)                                                           \
-  do {                                                                                     \
-    const int gw_mpi_rc = (call);                                                          \
-    if (gw_mpi_rc != MPI_SUCCESS) {                                                        \
-      throw CommError(std::string(#call) + " failed on rank " + std::to_string(rank) +   \
-                      ": " + mpi_error_text(gw_mpi_rc));                                   \
-    }                                                                                      \
+#define GW_MPI_CHECK(call, rank)                                                              \
+  do {                                                                                        \
+    const int gw_mpi_rc = (call);                                                             \
+    if (gw_mpi_rc != MPI_SUCCESS) {                                                           \
+      throw CommError(std::string(#call) + " failed on rank " + std::to_string(rank) + ": " + \
+                      mpi_error_text(gw_mpi_rc));                                             \
+    }                                                                                         \
   } while (0)
 
 MPI_Datatype mpi_type(DataType type) {
   switch (type) {
-    case DataType::kUInt8: return MPI_UINT8_T;
-    case DataType::kInt32: return MPI_INT32_T;
-    case DataType::kInt64: return MPI_INT64_T;
-    case DataType::kFloat16: return MPI_UINT16_T;  // moved as bits; see allreduce_async
-    case DataType::kFloat32: return MPI_FLOAT;
-    case DataType::kFloat64: return MPI_DOUBLE;
+    case DataType::kUInt8:
+      return MPI_UINT8_T;
+    case DataType::kInt32:
+      return MPI_INT32_T;
+    case DataType::kInt64:
+      return MPI_INT64_T;
+    case DataType::kFloat16:
+      return MPI_UINT16_T;  // moved as bits; see allreduce_async
+    case DataType::kFloat32:
+      return MPI_FLOAT;
+    case DataType::kFloat64:
+      return MPI_DOUBLE;
   }
   throw std::logic_error("unknown DataType");
 }
 
 MPI_Op mpi_op(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum: return MPI_SUM;
-    case ReduceOp::kMax: return MPI_MAX;
-    case ReduceOp::kMin: return MPI_MIN;
+    case ReduceOp::kSum:
+      return MPI_SUM;
+    case ReduceOp::kMax:
+      return MPI_MAX;
+    case ReduceOp::kMin:
+      return MPI_MIN;
   }
   throw std::logic_error("unknown ReduceOp");
 }
@@ -141,9 +150,8 @@ void allgatherv_layout(const std::vector<std::size_t>& recv_counts, std::size_t 
 
 void check_root(int root, int rank, int size) {
   if (root < 0 || root >= size) {
-    throw CommError("broadcast on rank " + std::to_string(rank) + ": root " +
-                    std::to_string(root) + " is not a rank of this " + std::to_string(size) +
-                    "-rank communicator");
+    throw CommError("broadcast on rank " + std::to_string(rank) + ": root " + std::to_string(root) +
+                    " is not a rank of this " + std::to_string(size) + "-rank communicator");
   }
 }
 
@@ -155,9 +163,9 @@ WorkHandle MpiCommunicator::allreduce_async(void* buffer, std::size_t count, Dat
   const int n = to_mpi_count(count, "allreduce", rank_);
   auto work = std::make_unique<MpiWork>("MPI_Iallreduce", rank_);
   if (n > 0) {
-    GW_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, buffer, n, mpi_type(type), mpi_op(op), comm_,
-                                work->request()),
-                 rank_);
+    GW_MPI_CHECK(
+        MPI_Iallreduce(MPI_IN_PLACE, buffer, n, mpi_type(type), mpi_op(op), comm_, work->request()),
+        rank_);
   } else {
     // Zero elements still synchronise like the collective would, keeping call order aligned.
     GW_MPI_CHECK(MPI_Ibarrier(comm_, work->request()), rank_);
@@ -181,10 +189,10 @@ WorkHandle MpiCommunicator::allgatherv_async(const void* send, std::size_t send_
                                              TrafficKind /*kind*/) {
   auto work = std::make_unique<MpiWork>("MPI_Iallgatherv", rank_);
   allgatherv_layout(recv_counts, send_count, rank_, size_, &work->counts, &work->displacements);
-  GW_MPI_CHECK(MPI_Iallgatherv(send, static_cast<int>(send_count), mpi_type(type), recv,
-                               work->counts.data(), work->displacements.data(), mpi_type(type),
-                               comm_, work->request()),
-               rank_);
+  GW_MPI_CHECK(
+      MPI_Iallgatherv(send, static_cast<int>(send_count), mpi_type(type), recv, work->counts.data(),
+                      work->displacements.data(), mpi_type(type), comm_, work->request()),
+      rank_);
   return work;
 }
 
