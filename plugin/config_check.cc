@@ -7,24 +7,12 @@
 #include "plugin/config/config.h"
 
 namespace gw {
-namespace {
-
-std::uint64_t fnv1a(const std::string& text) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (const unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
-}  // namespace
 
 void check_same_on_all_ranks(Communicator& comm, const std::string& canonical) {
   const auto n = static_cast<std::size_t>(comm.size());
   const std::vector<std::size_t> ones(n, 1);
 
-  const auto hash = static_cast<std::int64_t>(fnv1a(canonical));
+  const auto hash = static_cast<std::int64_t>(config::fnv1a(canonical));
   std::vector<std::int64_t> hashes(n);
   comm.allgatherv(&hash, 1, hashes.data(), ones, DataType::kInt64, TrafficKind::kControl);
   bool same = true;

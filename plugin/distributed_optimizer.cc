@@ -146,17 +146,14 @@ void DistributedOptimizer::step() {
 
 void DistributedOptimizer::broadcast_parameters() {
   // One collective for all parameters: pack, broadcast, unpack.
-  broadcast_staging_.resize(flat_gradients_.size());
+  std::vector<float> staging(flat_gradients_.size());
   for (const auto& p : params_) {
-    std::memcpy(broadcast_staging_.data() + p.offset, p.spec.value, p.spec.numel * sizeof(float));
+    std::memcpy(staging.data() + p.offset, p.spec.value, p.spec.numel * sizeof(float));
   }
-  comm_->broadcast(broadcast_staging_.data(), broadcast_staging_.size(), DataType::kFloat32, 0,
-                   TrafficKind::kParameter);
+  comm_->broadcast(staging.data(), staging.size(), DataType::kFloat32, 0, TrafficKind::kParameter);
   for (const auto& p : params_) {
-    std::memcpy(p.spec.value, broadcast_staging_.data() + p.offset, p.spec.numel * sizeof(float));
+    std::memcpy(p.spec.value, staging.data() + p.offset, p.spec.numel * sizeof(float));
   }
-  broadcast_staging_.clear();
-  broadcast_staging_.shrink_to_fit();
 }
 
 }  // namespace gw

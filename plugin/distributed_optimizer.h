@@ -96,7 +96,6 @@ class DistributedOptimizer {
   bool average_ = true;
   std::vector<Registered> params_;
   std::vector<float> flat_gradients_;
-  std::vector<float> broadcast_staging_;
   std::vector<ParameterView> views_;
   std::vector<char> ready_;
   std::size_t ready_count_ = 0;

@@ -47,14 +47,13 @@ void CountingCommunicator::allreduce(void* buffer, std::size_t count, DataType t
   record(kind, bytes, bytes);
 }
 
-void CountingCommunicator::record_allgatherv(const std::vector<std::size_t>& recv_counts,
-                                             std::size_t send_count, DataType type,
-                                             TrafficKind kind) {
+CountingCommunicator::Bytes CountingCommunicator::allgatherv_bytes(
+    const std::vector<std::size_t>& recv_counts, std::size_t send_count, DataType type) const {
   const std::uint64_t total =
       std::accumulate(recv_counts.begin(), recv_counts.end(), std::uint64_t{0});
   const std::uint64_t element = size_of(type);
   const auto others = static_cast<std::uint64_t>(size() - 1);
-  record(kind, others * send_count * element, (total - send_count) * element);
+  return {others * send_count * element, (total - send_count) * element};
 }
 
 void CountingCommunicator::record_broadcast(std::size_t count, DataType type, int root,
@@ -72,19 +71,19 @@ void CountingCommunicator::record_broadcast(std::size_t count, DataType type, in
 WorkHandle CountingCommunicator::allgatherv_async(const void* send, std::size_t send_count,
                                                   void* recv, std::vector<std::size_t> recv_counts,
                                                   DataType type, TrafficKind kind) {
-  const std::vector<std::size_t> counts = recv_counts;
+  const Bytes bytes = allgatherv_bytes(recv_counts, send_count, type);
   WorkHandle work =
       inner_->allgatherv_async(send, send_count, recv, std::move(recv_counts), type, kind);
-  record_allgatherv(counts, send_count, type, kind);
+  record(kind, bytes.sent, bytes.received);
   return work;
 }
 
 void CountingCommunicator::allgatherv(const void* send, std::size_t send_count, void* recv,
                                       std::vector<std::size_t> recv_counts, DataType type,
                                       TrafficKind kind) {
-  const std::vector<std::size_t> counts = recv_counts;
+  const Bytes bytes = allgatherv_bytes(recv_counts, send_count, type);
   inner_->allgatherv(send, send_count, recv, std::move(recv_counts), type, kind);
-  record_allgatherv(counts, send_count, type, kind);
+  record(kind, bytes.sent, bytes.received);
 }
 
 WorkHandle CountingCommunicator::broadcast_async(void* buffer, std::size_t count, DataType type,

@@ -69,8 +69,11 @@ class CountingCommunicator : public Communicator {
 
  private:
   void record(TrafficKind kind, std::uint64_t sent, std::uint64_t received);
-  void record_allgatherv(const std::vector<std::size_t>& recv_counts, std::size_t send_count,
-                         DataType type, TrafficKind kind);
+  struct Bytes {
+    std::uint64_t sent, received;
+  };
+  Bytes allgatherv_bytes(const std::vector<std::size_t>& recv_counts, std::size_t send_count,
+                         DataType type) const;
   void record_broadcast(std::size_t count, DataType type, int root, TrafficKind kind);
 
   struct AtomicKind {

@@ -136,14 +136,7 @@ std::string Config::canonical() const {
   return out;
 }
 
-std::uint64_t Config::hash() const {
-  std::uint64_t h = 1469598103934665603ull;
-  for (const unsigned char c : canonical()) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
+std::uint64_t Config::hash() const { return fnv1a(canonical()); }
 
 std::string Config::table() const {
   const auto& params = registry_->params();

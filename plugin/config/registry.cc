@@ -193,6 +193,15 @@ std::string Registry::unknown_key_message(std::string_view key) const {
   return msg;
 }
 
+std::uint64_t fnv1a(std::string_view text) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (const unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
 std::string to_text(const Value& value) {
   struct Visitor {
     std::string operator()(bool v) const { return v ? "1" : "0"; }

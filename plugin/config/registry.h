@@ -60,6 +60,9 @@ class Registry {
   std::vector<ParamSpec> params_;
 };
 
+// FNV-1a, 64 bits: the hash ranks compare at start.
+std::uint64_t fnv1a(std::string_view text);
+
 // The canonical text of a parsed value ("1" for true, "0.5", "a,b"): what is printed and hashed.
 std::string to_text(const Value& value);
 

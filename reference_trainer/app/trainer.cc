@@ -118,7 +118,9 @@ TrainResult train(const TrainerOptions& options, const config::Config& config,
   std::vector<std::size_t> indices;
   std::vector<float> images;
   std::vector<std::uint8_t> labels;
-  const auto on_ready = [&optimizer](std::size_t i) { optimizer.gradient_ready(i); };
+  const Model::GradientReadyFn on_ready = [&optimizer](std::size_t i) {
+    optimizer.gradient_ready(i);
+  };
   ProgressBar progress(is_root && options.progress);
 
   const double run_start = synchronized_now(*comm);

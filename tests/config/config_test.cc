@@ -41,7 +41,7 @@ TEST(Registry, EveryGradwireParameterParsesItsDefaultAndRejectsGarbage) {
     EXPECT_EQ(p.key.rfind("GRADWIRE_", 0), 0u);
     EXPECT_FALSE(p.description.empty());
     EXPECT_EQ(config.source(p.key), Source::kDefault);
-    EXPECT_EQ(config.text(p.key), to_text(reg.parse(p, p.default_text)));
+    EXPECT_EQ(config.text(p.key), p.default_text) << "write the default canonically";
     for (const char* bad : {"%%bad%%", "", " 1"}) {
       if (p.type == ParamType::kString && std::string(bad) != "") continue;
       expect_config_error([&] { reg.parse(p, bad); },
