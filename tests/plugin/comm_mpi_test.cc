@@ -1,11 +1,17 @@
 // The MPI communicator and its byte counters under a real mpirun (2, 3 and 4 ranks): exact
-// closed-form results, and counters equal to the bytes of Note [What the counters count].
+// closed-form results, and counters equal to the bytes of Note [What the counters count]; float16
+// all-reduces against references written with _Float16 (Note [float16 all-reduce]).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <climits>
 #include <cstdint>
+#include <cstring>
 #include <numeric>
+#include <random>
 #include <vector>
 
+#include "kernels/half.h"
 #include "plugin/comm/counting_communicator.h"
 #include "plugin/comm/mpi/mpi_runtime.h"
 
@@ -96,6 +102,275 @@ TEST_P(CommTest, BroadcastFromTheLastRank) {
 INSTANTIATE_TEST_SUITE_P(Counts, CommTest, ::testing::Values(0, 1, 7, 1000, 1000003),
                          [](const auto& info) { return "n" + std::to_string(info.param); });
 
+// --- float16 all-reduce (Note [float16 all-reduce] in mpi_communicator.cc) ---
+// The references use GCC's _Float16 conversions, not the kernels that the MPI ops use.
+
+Half to_half(float f) {
+  const _Float16 h = static_cast<_Float16>(f);
+  Half out;
+  std::memcpy(&out, &h, sizeof out);
+  return out;
+}
+
+float to_float(Half h) {
+  _Float16 f;
+  std::memcpy(&f, &h, sizeof f);
+  return static_cast<float>(f);
+}
+
+Half bits(std::uint16_t b) { return Half{b}; }
+
+// One pairwise combine of the sum, as a reader expects it: round_half(float(a) + float(b)).
+Half half_add(Half a, Half b) { return to_half(to_float(a) + to_float(b)); }
+
+constexpr std::uint16_t kCanonicalNaN = 0x7E00;
+
+void allreduce_half(Communicator& comm, std::vector<Half>& buf, ReduceOp op, bool async) {
+  if (async) {
+    comm.allreduce_async(buf.data(), buf.size(), DataType::kFloat16, op, TrafficKind::kGradient)
+        ->wait();
+  } else {
+    comm.allreduce(buf.data(), buf.size(), DataType::kFloat16, op, TrafficKind::kGradient);
+  }
+}
+
+// Every rank's result, gathered: rank r's copy of element i is at r * count + i.
+std::vector<Half> gather_all(Communicator& comm, const std::vector<Half>& mine) {
+  std::vector<Half> all(mine.size() * static_cast<std::size_t>(comm.size()));
+  comm.allgatherv(mine.data(), mine.size(), all.data(),
+                  std::vector<std::size_t>(static_cast<std::size_t>(comm.size()), mine.size()),
+                  DataType::kFloat16, TrafficKind::kControl);
+  return all;
+}
+
+// A random finite, non-zero half whose exponent field is in [lo, hi] (1..30 normal, 0 subnormal).
+Half random_half(std::mt19937& rng, int lo, int hi) {
+  for (;;) {
+    const auto exponent = static_cast<std::uint16_t>(std::uniform_int_distribution<>(lo, hi)(rng));
+    const auto mantissa = static_cast<std::uint16_t>(rng() & 0x3FF);
+    const auto sign = static_cast<std::uint16_t>(rng() & 0x8000);
+    if (exponent == 0 && mantissa == 0) continue;
+    return bits(static_cast<std::uint16_t>(sign | exponent << 10 | mantissa));
+  }
+}
+
+// Whether `result` is the sum of values[0..n) under some order of pairwise combines: some binary
+// tree over the values, each inner node rounding through half_add. n <= 4 (at most 15 trees).
+constexpr int kMaxOrderRanks = 4;
+bool is_possible_sum(const Half* values, int n, std::uint16_t result) {
+  struct Set {
+    std::uint16_t bits[15];
+    int size = 0;
+  };
+  Set sums[1 << kMaxOrderRanks];  // indexed by subset mask
+  const unsigned full = (1u << n) - 1;
+  for (unsigned mask = 1; mask <= full; ++mask) {
+    Set& out = sums[mask];
+    if ((mask & (mask - 1)) == 0) {
+      out.bits[out.size++] = values[__builtin_ctz(mask)].bits;
+      continue;
+    }
+    const unsigned low = mask & (~mask + 1);  // each split {A, B} once: A holds the lowest member
+    for (unsigned a = (mask - 1) & mask; a != 0; a = (a - 1) & mask) {
+      if ((a & low) == 0) continue;
+      const Set &x = sums[a], &y = sums[mask ^ a];
+      for (int i = 0; i < x.size; ++i) {
+        for (int j = 0; j < y.size; ++j) {
+          const std::uint16_t z = half_add(bits(x.bits[i]), bits(y.bits[j])).bits;
+          if (std::find(out.bits, out.bits + out.size, z) == out.bits + out.size) {
+            out.bits[out.size++] = z;
+          }
+        }
+      }
+    }
+  }
+  const Set& all = sums[full];
+  return std::find(all.bits, all.bits + all.size, result) != all.bits + all.size;
+}
+
+class Fp16Test : public CommTest {};
+
+// Rank r adds (r+1)/2 + (i%5 - 2): every partial sum in any order is a multiple of 1/2 below 16,
+// so exact, and the total is n(n+1)/4 + n(i%5 - 2).
+TEST_P(Fp16Test, SumIsExactAndChargedHalfTheFloat32Bytes) {
+  const std::size_t count = GetParam();
+  for (bool async : {false, true}) {
+    SCOPED_TRACE(async ? "async" : "blocking");
+    comm_->reset();
+    std::vector<Half> buf(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      buf[i] = to_half(0.5f * static_cast<float>(r_ + 1) + static_cast<float>(i % 5) - 2.0f);
+    }
+    allreduce_half(*comm_, buf, ReduceOp::kSum, async);
+    for (std::size_t i = 0; i < count; ++i) {
+      const float expected = static_cast<float>(n_ * (n_ + 1)) / 4.0f +
+                             static_cast<float>(n_) * (static_cast<float>(i % 5) - 2.0f);
+      ASSERT_EQ(buf[i].bits, to_half(expected).bits) << "at " << i << ": " << to_float(buf[i]);
+    }
+    const auto c = comm_->counters()[TrafficKind::kGradient];
+    EXPECT_EQ(c.sent_bytes, expected_allreduce_bytes(count, 2, r_, n_));
+    EXPECT_EQ(c.received_bytes, expected_allreduce_bytes(count, 2, r_, n_));
+    EXPECT_EQ(c.calls, 1u);
+  }
+}
+
+// Rank r holds ((r + i) % n)/4 - 1 + 8(i%7): the largest is (n-1)/4 - 1 + 8(i%7), the smallest
+// -1 + 8(i%7).
+TEST_P(Fp16Test, MaxAndMinAreExact) {
+  const std::size_t count = GetParam();
+  for (bool async : {false, true}) {
+    SCOPED_TRACE(async ? "async" : "blocking");
+    std::vector<Half> hi(count), lo(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      const auto spread = static_cast<float>((static_cast<std::size_t>(r_) + i) % n_);
+      hi[i] = lo[i] = to_half(0.25f * spread - 1.0f + 8.0f * static_cast<float>(i % 7));
+    }
+    allreduce_half(*comm_, hi, ReduceOp::kMax, async);
+    allreduce_half(*comm_, lo, ReduceOp::kMin, async);
+    for (std::size_t i = 0; i < count; ++i) {
+      const float base = -1.0f + 8.0f * static_cast<float>(i % 7);
+      ASSERT_EQ(hi[i].bits, to_half(base + 0.25f * static_cast<float>(n_ - 1)).bits) << "at " << i;
+      ASSERT_EQ(lo[i].bits, to_half(base).bits) << "at " << i;
+    }
+  }
+}
+
+// Only ranks 0 and 1 contribute (the others add +0, which leaves any non-zero value and +0 as
+// they are), so whatever order MPI combines in, element i is round_half(float(a0) + float(a1)).
+// The values span every finite binary16 magnitude, subnormals included, so sums round, underflow
+// to zero and overflow to infinity.
+TEST_P(Fp16Test, TwoRankSumsRoundLikeFloatThenHalf) {
+  const std::size_t count = GetParam();
+  std::mt19937 rng(1234);
+  std::vector<Half> a0(count), a1(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    a0[i] = random_half(rng, 0, 30);
+    // Half the time a neighbour of a0's magnitude, so that cancellation and ties occur too.
+    a1[i] =
+        (i % 2 == 0)
+            ? random_half(rng, 0, 30)
+            : bits(static_cast<std::uint16_t>((a0[i].bits ^ (rng() & 0x8000)) + (rng() % 3) - 1));
+    if ((a1[i].bits & 0x7C00) == 0x7C00 || (a1[i].bits & 0x7FFF) == 0) a1[i] = to_half(1.0f);
+  }
+  for (bool async : {false, true}) {
+    SCOPED_TRACE(async ? "async" : "blocking");
+    std::vector<Half> buf(count, to_half(0.0f));
+    if (r_ == 0) buf = a0;
+    if (r_ == 1) buf = a1;
+    allreduce_half(*comm_, buf, ReduceOp::kSum, async);
+    std::size_t rounded = 0, infinite = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      const Half expected = half_add(a0[i], a1[i]);
+      ASSERT_EQ(buf[i].bits, expected.bits)
+          << "at " << i << ": " << to_float(a0[i]) << " + " << to_float(a1[i]);
+      const double exact = static_cast<double>(to_float(a0[i])) + to_float(a1[i]);
+      if (static_cast<double>(to_float(expected)) != exact) ++rounded;
+      if ((expected.bits & 0x7FFF) == 0x7C00) ++infinite;
+    }
+    if (count >= 1000) {  // the test exercised what it claims to
+      EXPECT_GT(rounded, count / 10);
+      EXPECT_GT(infinite, 0u);
+    }
+  }
+}
+
+// Every rank contributes random halves of moderate size (no overflow, most sums inexact): each
+// result must be one that some order of pairwise combines gives, and every rank must hold the
+// same bits.
+TEST_P(Fp16Test, RandomSumsArePossibleOrdersAndBitIdenticalOnEveryRank) {
+  const std::size_t count = GetParam();
+  // Every rank draws every rank's values, so each can compute the possible results.
+  std::vector<std::vector<Half>> inputs(static_cast<std::size_t>(n_), std::vector<Half>(count));
+  for (int r = 0; r < n_; ++r) {
+    std::mt19937 rng(static_cast<unsigned>(100 + r));
+    for (auto& h : inputs[static_cast<std::size_t>(r)]) h = random_half(rng, 5, 20);
+  }
+  for (bool async : {false, true}) {
+    SCOPED_TRACE(async ? "async" : "blocking");
+    std::vector<Half> buf = inputs[static_cast<std::size_t>(r_)];
+    allreduce_half(*comm_, buf, ReduceOp::kSum, async);
+    std::size_t rounded = 0;
+    // Past 100003 elements, every 7th element's order is checked (the checks are slow; the stride
+    // still reaches every part of the buffer that MPI may reduce separately).
+    const std::size_t order_stride = count > 100003 ? 7 : 1;
+    std::vector<Half> column(static_cast<std::size_t>(n_));
+    for (std::size_t i = 0; i < count; ++i) {
+      double exact = 0;
+      for (int r = 0; r < n_; ++r) {
+        column[static_cast<std::size_t>(r)] = inputs[static_cast<std::size_t>(r)][i];
+        exact += to_float(column[static_cast<std::size_t>(r)]);
+      }
+      if (n_ <= kMaxOrderRanks && i % order_stride == 0) {
+        ASSERT_TRUE(is_possible_sum(column.data(), n_, buf[i].bits))
+            << "at " << i << ": " << to_float(buf[i]) << " is no order's sum";
+      }
+      if (static_cast<double>(to_float(buf[i])) != exact) ++rounded;
+    }
+    if (count >= 1000) EXPECT_GT(rounded, count / 2);
+
+    const std::vector<Half> all = gather_all(*comm_, buf);
+    for (int r = 0; r < n_; ++r) {
+      for (std::size_t i = 0; i < count; ++i) {
+        ASSERT_EQ(all[static_cast<std::size_t>(r) * count + i].bits, buf[i].bits)
+            << "rank " << r << " differs from rank " << r_ << " at " << i;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Counts, Fp16Test, ::testing::Values(0, 1, 7, 1000, 1025, 100003, 1000003),
+                         [](const auto& info) { return "n" + std::to_string(info.param); });
+
+// Overflow, infinities, NaN and signed zeros, for each op, blocking and async. Each row gives
+// rank 0's, rank 1's and every other rank's value, and the expected bits per op (or kUnchecked
+// where the result depends on the number of ranks).
+TEST(CommFp16, OverflowInfinityNaNAndSignedZeros) {
+  CountingCommunicator comm(make_mpi_world_communicator());
+  const int r = comm.rank(), n = comm.size();
+  constexpr std::uint32_t kUnchecked = 0x10000;
+  struct Row {
+    std::uint16_t rank0, rank1, others;
+    std::uint32_t sum, max, min;
+  };
+  const std::uint16_t inf = 0x7C00, ninf = 0xFC00, one = 0x3C00, pzero = 0, nzero = 0x8000;
+  const std::uint16_t h60000 = to_half(60000.0f).bits, n60000 = to_half(-60000.0f).bits;
+  const std::uint16_t h32768 = to_half(32768.0f).bits, max_half = 0x7BFF;  // 65504
+  const std::vector<Row> rows = {
+      {h60000, h60000, h60000, inf, h60000, h60000},  // 120000+ overflows
+      {n60000, n60000, n60000, ninf, n60000, n60000},
+      // 32768 + 32752 = 65520, the midpoint to 65536: ties to even round to inf.
+      {h32768, to_half(32752.0f).bits, pzero, inf, kUnchecked, kUnchecked},
+      // 32768 + 32736 = 65504, the largest finite half.
+      {h32768, to_half(32736.0f).bits, pzero, max_half, kUnchecked, kUnchecked},
+      {max_half, max_half, max_half, inf, max_half, max_half},
+      {inf, ninf, one, kCanonicalNaN, inf, ninf},  // inf + -inf is NaN in any order
+      // A signalling NaN with a payload on rank 1 becomes the canonical quiet NaN.
+      {one, 0xFD01, one, kCanonicalNaN, kCanonicalNaN, kCanonicalNaN},
+      {pzero, 0x7E55, ninf, kCanonicalNaN, kCanonicalNaN, kCanonicalNaN},
+      {nzero, pzero, pzero, pzero, pzero, nzero},  // -0 + +0 is +0; +0 above -0
+      {pzero, nzero, nzero, pzero, pzero, nzero},
+      {nzero, nzero, nzero, nzero, nzero, nzero},
+  };
+  for (bool async : {false, true}) {
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax, ReduceOp::kMin}) {
+      SCOPED_TRACE(std::string(async ? "async " : "blocking ") +
+                   std::to_string(static_cast<int>(op)));
+      std::vector<Half> buf(rows.size());
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        buf[i] = bits(r == 0 ? rows[i].rank0 : r == 1 ? rows[i].rank1 : rows[i].others);
+      }
+      allreduce_half(comm, buf, op, async);
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        const std::uint32_t expected = op == ReduceOp::kSum   ? rows[i].sum
+                                       : op == ReduceOp::kMax ? rows[i].max
+                                                              : rows[i].min;
+        if (expected == kUnchecked) continue;
+        EXPECT_EQ(buf[i].bits, expected) << "row " << i << " at " << n << " ranks";
+      }
+    }
+  }
+}
+
 TEST(Comm, AsyncOperationsCompleteIndependently) {
   CountingCommunicator comm(make_mpi_world_communicator());
   const int n = comm.size();
@@ -156,15 +431,17 @@ TEST(Comm, BadArgumentsAreErrorsBeforeAnythingIsSent) {
   EXPECT_THROW(comm.allgatherv(&x, 1, out.data(), std::vector<std::size_t>(comm.size(), 2),
                                DataType::kFloat32, TrafficKind::kControl),
                CommError);
-  EXPECT_THROW(comm.allreduce(&x, 1, DataType::kFloat16, ReduceOp::kSum, TrafficKind::kGradient),
-               CommError);
+  const std::size_t too_many = static_cast<std::size_t>(INT_MAX) + 1;  // never read
+  EXPECT_THROW(
+      comm.allreduce(&x, too_many, DataType::kFloat16, ReduceOp::kSum, TrafficKind::kGradient),
+      CommError);
   EXPECT_THROW(comm.broadcast_async(&x, 1, DataType::kFloat32, -1, TrafficKind::kControl),
                CommError);
   EXPECT_THROW(comm.allgatherv_async(&x, 1, &x, {}, DataType::kFloat32, TrafficKind::kControl),
                CommError);
-  EXPECT_THROW(
-      comm.allreduce_async(&x, 1, DataType::kFloat16, ReduceOp::kSum, TrafficKind::kGradient),
-      CommError);
+  EXPECT_THROW(comm.allreduce_async(&x, too_many, DataType::kFloat16, ReduceOp::kMax,
+                                    TrafficKind::kGradient),
+               CommError);
   // Nothing was sent, and the ranks are still in step.
   EXPECT_EQ(comm.counters().total_sent(), 0u);
   comm.barrier();

@@ -68,6 +68,38 @@ TEST(CountingCommunicator, CountsPerKindAndCall) {
   EXPECT_EQ(comm.counters().total_sent(), 0u);
 }
 
+// A float16 all-reduce moves 2-byte elements, so it is charged exactly half the bytes of a float32
+// one of the same count, whatever the count, rank and size, blocking or async.
+TEST(CountingCommunicator, Float16AllreduceIsChargedHalfTheFloat32Bytes) {
+  for (int size : {2, 3, 4, 7}) {
+    for (int rank = 0; rank < size; ++rank) {
+      for (std::size_t count : {0, 1, 7, 10, 1000, 100003}) {
+        SCOPED_TRACE("count " + std::to_string(count) + ", rank " + std::to_string(rank) + " of " +
+                     std::to_string(size));
+        CountingCommunicator half(std::make_unique<ScriptedCommunicator>(rank, size, false));
+        CountingCommunicator single(std::make_unique<ScriptedCommunicator>(rank, size, false));
+        half.allreduce(nullptr, count, DataType::kFloat16, ReduceOp::kSum, TrafficKind::kGradient);
+        half.allreduce_async(nullptr, count, DataType::kFloat16, ReduceOp::kMax,
+                             TrafficKind::kGradient)
+            ->wait();
+        single.allreduce(nullptr, count, DataType::kFloat32, ReduceOp::kSum,
+                         TrafficKind::kGradient);
+        single
+            .allreduce_async(nullptr, count, DataType::kFloat32, ReduceOp::kMax,
+                             TrafficKind::kGradient)
+            ->wait();
+        const auto h = half.counters()[TrafficKind::kGradient];
+        const auto f = single.counters()[TrafficKind::kGradient];
+        EXPECT_EQ(2 * h.sent_bytes, f.sent_bytes);
+        EXPECT_EQ(2 * h.received_bytes, f.received_bytes);
+        EXPECT_EQ(h.sent_bytes, 2 * CountingCommunicator::allreduce_bytes(count, 2, rank, size));
+        EXPECT_EQ(h.calls, 2u);
+        if (count >= static_cast<std::size_t>(size)) EXPECT_GT(h.sent_bytes, 0u);
+      }
+    }
+  }
+}
+
 TEST(CountingCommunicator, ErrorsOfTheWrappedCommunicatorReachWait) {
   CountingCommunicator comm(std::make_unique<ScriptedCommunicator>(1, 2, true));
   float x = 0;

@@ -1,5 +1,6 @@
-// The MPI backend of Communicator: non-blocking MPI collectives on a duplicated communicator whose
-// errors are returned (MPI_ERRORS_RETURN) and rethrown as CommError from Work::wait().
+// The MPI backend of Communicator: MPI collectives on a duplicated communicator whose errors are
+// returned (MPI_ERRORS_RETURN) and rethrown as CommError. float16 all-reduces use gradwire's own
+// MPI ops (Note [float16 all-reduce] in mpi_communicator.cc).
 #pragma once
 
 #include <mpi.h>
@@ -10,7 +11,8 @@ namespace gw {
 
 class MpiCommunicator : public Communicator {
  public:
-  // Duplicates `comm`; the duplicate is freed on destruction.
+  // Duplicates `comm`; the duplicate is freed on destruction, as are this communicator's float16
+  // MPI ops. Wait for (or destroy) every Work it returned before destroying it.
   explicit MpiCommunicator(MPI_Comm comm);
   ~MpiCommunicator() override;
   MpiCommunicator(const MpiCommunicator&) = delete;
@@ -39,6 +41,25 @@ class MpiCommunicator : public Communicator {
   MPI_Comm handle() const { return comm_; }
 
  private:
+  // The user-defined MPI ops that reduce IEEE binary16 moved as MPI_UINT16_T, one per ReduceOp.
+  // Owned like comm_: created by the constructor, freed on destruction unless MPI is finalized
+  // (see Note [float16 all-reduce]).
+  class HalfOps {
+   public:
+    HalfOps() = default;
+    ~HalfOps();
+    HalfOps(const HalfOps&) = delete;
+    HalfOps& operator=(const HalfOps&) = delete;
+    void create();  // MPI must be initialised; throws CommError
+    MPI_Op get(ReduceOp op) const;
+
+   private:
+    MPI_Op sum_ = MPI_OP_NULL, max_ = MPI_OP_NULL, min_ = MPI_OP_NULL;
+  };
+
+  MPI_Op mpi_op(DataType type, ReduceOp op) const;
+
+  HalfOps half_ops_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;
