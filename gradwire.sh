@@ -81,6 +81,8 @@ cmd_bench() {
   log "bench: gradwire_bench_allreduce, $NP ranks"
   mpirun -np "$NP" --oversubscribe --bind-to none "$BUILD_DIR/bin/gradwire_bench_allreduce" \
     --report "$BUILD_DIR/bench/allreduce.json" "$@"
+  log "bench: gradwire_bench_compress, one thread (DGC top-k encode of 25M floats)"
+  "$BUILD_DIR/bin/gradwire_bench_compress" --report "$BUILD_DIR/bench/compress.json"
 }
 
 cmd_readme_table() {
