@@ -1,0 +1,72 @@
+// The Compressor interface: how one rank's gradients are encoded for the exchange and decoded
+// after it. Compressors are stateful per parameter (residuals and momentum live with them), decide
+// per bucket and step how the bucket travels (an ExchangePlan), and can save and load their state.
+// They never talk to the network: plugin/bucket_exchange.cc runs the collectives a plan names.
+//
+// One step, for every bucket in launch order:
+//   plan = c.plan(bucket, n)                    identical on every rank
+//   c.encode(bucket, plan, n, payload)          dense part into payload.dense, pairs into
+//                                               payload.sparse; updates the residuals
+//   (plugin) allreduce payload.dense; allgatherv every rank's payload.sparse
+//   decode_bucket(bucket, plan, ...)            the reduced values back into bucket.data
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+
+#include "compressors/bucket_view.h"
+#include "compressors/exchange_plan.h"
+#include "compressors/sparse_message.h"
+#include "kernels/half.h"
+
+namespace gw::compressors {
+
+// Where encode() writes. The dense part is the plan's dense tensors concatenated in plan order,
+// as fp32 (f32) or fp16 (f16) per plan.dense_wire. When the whole bucket is dense fp32, f32 may be
+// bucket.data itself (the exchange then runs in place); encode() must allow that aliasing, which
+// holds when each dense tensor is written at its own offset after it was read.
+struct EncodedBucket {
+  float* f32 = nullptr;
+  Half* f16 = nullptr;
+  std::size_t dense_count = 0;
+  SparseMessageWriter* sparse = nullptr;
+};
+
+class Compressor {
+ public:
+  virtual ~Compressor() = default;
+
+  // The GRADWIRE_COMPRESSOR value this compressor implements ("none", "fp16", "topk", "dgc").
+  virtual std::string name() const = 0;
+
+  // Called once per step before the step's first bucket; steps count from 0.
+  virtual void begin_step(std::int64_t step) { step_ = step; }
+  std::int64_t step() const { return step_; }
+
+  // The first step whose exchange has its steady-state size (after any warm-up); reports measure
+  // per-step bytes from here.
+  virtual std::int64_t warmup_end_step() const { return 0; }
+
+  // How `bucket` travels this step: see Note [Plans agree across ranks].
+  virtual ExchangePlan plan(const BucketView& bucket, int world_size) const = 0;
+
+  // Turns this rank's gradients in `bucket` into what it sends, updating the compressor's state.
+  virtual void encode(const BucketView& bucket, const ExchangePlan& plan, int world_size,
+                      const EncodedBucket& out) = 0;
+
+  // The compressor's state as an opaque byte stream; load_state() throws std::runtime_error on a
+  // stream written by another compressor or for another layout, leaving the state unchanged.
+  virtual void save_state(std::ostream& out) const = 0;
+  virtual void load_state(std::istream& in) = 0;
+
+ protected:
+  std::int64_t step_ = 0;
+};
+
+// After the dense allreduce: writes the reduced dense part back into the bucket's dense tensors
+// (nothing to do when the exchange ran in place; fp16 is cast back to fp32).
+void decode_dense(const BucketView& bucket, const ExchangePlan& plan, const EncodedBucket& reduced);
+
+}  // namespace gw::compressors

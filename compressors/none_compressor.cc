@@ -1,0 +1,31 @@
+#include "compressors/none_compressor.h"
+
+#include <cstring>
+
+#include "compressors/state_stream.h"
+
+namespace gw::compressors {
+
+ExchangePlan all_dense_plan(const BucketView& bucket, DenseWire wire) {
+  ExchangePlan plan;
+  plan.dense_wire = wire;
+  plan.dense.reserve(bucket.tensors.size());
+  for (std::size_t pos = 0; pos < bucket.tensors.size(); ++pos) plan.dense.push_back(pos);
+  return plan;
+}
+
+ExchangePlan NoneCompressor::plan(const BucketView& bucket, int /*world_size*/) const {
+  return all_dense_plan(bucket, DenseWire::kFloat32);
+}
+
+void NoneCompressor::encode(const BucketView& bucket, const ExchangePlan& /*plan*/,
+                            int /*world_size*/, const EncodedBucket& out) {
+  // In place when the exchange runs on the bucket itself; otherwise a copy.
+  if (out.f32 != bucket.data) std::memcpy(out.f32, bucket.data, bucket.numel * sizeof(float));
+}
+
+void NoneCompressor::save_state(std::ostream& out) const { save_arrays(out, name(), step_, {}); }
+
+void NoneCompressor::load_state(std::istream& in) { load_arrays(in, name(), &step_, {}); }
+
+}  // namespace gw::compressors

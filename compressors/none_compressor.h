@@ -1,0 +1,21 @@
+// GRADWIRE_COMPRESSOR=none: every bucket is summed as fp32 with one allreduce, in place.
+#pragma once
+
+#include "compressors/compressor.h"
+
+namespace gw::compressors {
+
+class NoneCompressor final : public Compressor {
+ public:
+  std::string name() const override { return "none"; }
+  ExchangePlan plan(const BucketView& bucket, int world_size) const override;
+  void encode(const BucketView& bucket, const ExchangePlan& plan, int world_size,
+              const EncodedBucket& out) override;
+  void save_state(std::ostream& out) const override;
+  void load_state(std::istream& in) override;
+};
+
+// The plan that sends every tensor of `bucket` dense, as `wire`.
+ExchangePlan all_dense_plan(const BucketView& bucket, DenseWire wire);
+
+}  // namespace gw::compressors

@@ -1,0 +1,66 @@
+// What topk and dgc share: the warm-up schedule, which tensors are sparsified, the fallback to a
+// dense exchange, and sending the top-k of an accumulator with error feedback.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "compressors/compressor.h"
+#include "compressors/sparsity_schedule.h"
+#include "kernels/topk.h"
+
+namespace gw::compressors {
+
+struct SparsifyOptions {
+  std::vector<double> sparsity = {0.999};  // GRADWIRE_DGC_SPARSITY
+  std::int64_t rampup_begin_step = 0;      // GRADWIRE_DGC_RAMPUP_BEGIN_STEP
+  std::int64_t rampup_steps = 0;           // GRADWIRE_DGC_RAMPUP_STEPS
+  double sample_ratio = 0.01;              // GRADWIRE_DGC_SAMPLE_RATIO
+  std::size_t min_numel = 16384;           // GRADWIRE_DGC_MIN_NUMEL
+  // Test-only: false keeps the sparse exchange even where a dense one would move fewer bytes, so
+  // tests can drive the sparse path at sparsity 0.
+  bool dense_fallback = true;
+};
+
+class SparsifyingCompressor : public Compressor {
+ public:
+  // numels: every parameter's element count, in registration order. Throws std::invalid_argument
+  // on a bad schedule, a sample ratio outside (0, 1], or a tensor of 2^32 elements or more.
+  SparsifyingCompressor(std::vector<std::size_t> numels, SparsifyOptions options);
+
+  std::int64_t warmup_end_step() const override { return schedule_.warmup_end_step(); }
+
+  // Note [When sparse falls back to dense]
+  // Before the schedule's begin step everything is dense. From it on, tensors of at least
+  // min_numel elements are sparsified at the scheduled sparsity and the rest stay dense. The
+  // sparse allgatherv makes each rank send its message of W = T + 2 sum(k) words (T tensors) to
+  // the n - 1 others: 4 (n - 1) W bytes; an allreduce of those tensors' N elements moves
+  // 2 (n - 1) / n x 4 N bytes per rank. When n W >= 2 N the dense allreduce moves no more, so the
+  // bucket's sparse tensors go dense for this step and the plan says so (dense_fallback). Every
+  // input is known before any gradient is (Note [Plans agree across ranks]).
+  ExchangePlan plan(const BucketView& bucket, int world_size) const override;
+
+  const SparsitySchedule& schedule() const { return schedule_; }
+  const SparsifyOptions& options() const { return options_; }
+  // Whether parameter p is ever sparsified (and so keeps an accumulator).
+  bool sparsifiable(std::size_t p) const { return numels_[p] >= options_.min_numel; }
+
+ protected:
+  // Selects about k of the largest |acc[i]| (kernels::TopkSelector), appends them to `out` and
+  // zeroes them in acc (error feedback keeps the rest). Returns how many were sent; their indices
+  // are selected()[0, count) until the next call.
+  std::size_t send_top_k(float* acc, std::size_t numel, std::size_t k, std::size_t parameter,
+                         SparseMessageWriter& out);
+  const std::uint32_t* selected() const { return selected_.data(); }
+
+  std::vector<std::size_t> numels_;
+
+ private:
+  SparsifyOptions options_;
+  SparsitySchedule schedule_;
+  kernels::TopkSelector selector_;
+  std::vector<std::uint32_t> selected_;
+};
+
+}  // namespace gw::compressors

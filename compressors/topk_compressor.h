@@ -1,0 +1,29 @@
+// GRADWIRE_COMPRESSOR=topk: top-k sparsification with error feedback and nothing else. Each
+// sparsified tensor keeps a residual r: r += g; the top k of |r| are sent and zeroed in r; the
+// rest waits for later steps. No momentum is touched, so it works under any inner optimizer.
+#pragma once
+
+#include <vector>
+
+#include "compressors/sparsifying_compressor.h"
+
+namespace gw::compressors {
+
+class TopkCompressor final : public SparsifyingCompressor {
+ public:
+  TopkCompressor(std::vector<std::size_t> numels, SparsifyOptions options);
+
+  std::string name() const override { return "topk"; }
+  void encode(const BucketView& bucket, const ExchangePlan& plan, int world_size,
+              const EncodedBucket& out) override;
+  void save_state(std::ostream& out) const override;
+  void load_state(std::istream& in) override;
+
+  // Parameter p's residual (empty for tensors below min_numel, which are always sent whole).
+  const std::vector<float>& residual(std::size_t p) const { return residual_[p]; }
+
+ private:
+  std::vector<std::vector<float>> residual_;
+};
+
+}  // namespace gw::compressors

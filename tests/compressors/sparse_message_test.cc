@@ -1,0 +1,96 @@
+#include "compressors/sparse_message.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "compressor_test_util.h"
+
+namespace gw::compressors {
+namespace {
+
+using testing::make_bucket;
+
+std::uint32_t bits(float f) {
+  std::uint32_t w;
+  std::memcpy(&w, &f, sizeof w);
+  return w;
+}
+
+struct TwoTensorCase {
+  std::vector<float> storage;
+  BucketView bucket;
+  ExchangePlan plan;
+  TwoTensorCase() {
+    bucket = make_bucket(storage, {3, 10, 6});  // tensor 0 dense, tensors 1 and 2 sparse
+    plan.dense = {0};
+    plan.sparse = {1, 2};
+    plan.k = {2, 3};
+  }
+};
+
+TEST(SparseMessage, WriterLayoutAndExactSumOverRanks) {
+  TwoTensorCase c;
+  std::vector<float> t1 = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+  std::vector<float> t2 = {-1, -2, -3, -4, -5, -6};
+  SparseMessageWriter a, b;
+  const std::uint32_t a1[] = {9, 0}, a2[] = {5};
+  a.append(a1, 2, t1.data());
+  a.append(a2, 1, t2.data());
+  const std::uint32_t b1[] = {9}, b2[] = {0, 5, 2};
+  b.append(b1, 1, t1.data());
+  b.append(b2, 3, t2.data());
+  // count, (index, value) pairs, per tensor.
+  const std::vector<std::uint32_t> expected_a = {2, 9, bits(9), 0, bits(0), 1, 5, bits(-6)};
+  EXPECT_EQ(a.words(), expected_a);
+  EXPECT_EQ(max_message_words(c.plan), 2u + 2 * (2 + 3));
+
+  std::vector<std::uint32_t> words = a.words();
+  words.insert(words.end(), b.words().begin(), b.words().end());
+  const std::vector<std::size_t> sizes = {a.words().size(), b.words().size()};
+  std::fill(c.storage.begin(), c.storage.end(), 7.0f);  // the dense tensor stays untouched
+  validate_sparse_messages(c.bucket, c.plan, words.data(), sizes);
+  accumulate_sparse_messages(c.bucket, c.plan, words.data(), sizes);
+  const std::vector<float> expected = {7,  7, 7,                          // dense
+                                       0,  0, 0,  0, 0, 0,  0, 0, 0, 18,  // 9 + 9
+                                       -1, 0, -3, 0, 0, -12};             // -1, -3, -6 - 6
+  EXPECT_EQ(c.storage, expected);
+}
+
+// Builds rank 0's valid message and a rank-1 message given as raw words; checks the error names
+// rank 1 and leaves the bucket untouched.
+void expect_rejected(const std::vector<std::uint32_t>& bad, const std::string& fragment) {
+  TwoTensorCase c;
+  std::fill(c.storage.begin(), c.storage.end(), 3.0f);
+  const std::vector<float> before = c.storage;
+  const std::vector<std::uint32_t> good = {1, 4, bits(1.0f), 0};
+  std::vector<std::uint32_t> words = good;
+  words.insert(words.end(), bad.begin(), bad.end());
+  const std::vector<std::size_t> sizes = {good.size(), bad.size()};
+  try {
+    validate_sparse_messages(c.bucket, c.plan, words.data(), sizes);
+    FAIL() << "accepted a malformed message";
+  } catch (const PayloadError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("from rank 1"), std::string::npos) << what;
+    EXPECT_NE(what.find(fragment), std::string::npos) << what;
+  }
+  EXPECT_EQ(c.storage, before);
+}
+
+TEST(SparseMessage, RejectsAnIndexOutOfRange) {
+  expect_rejected({1, 10, bits(1.0f), 0}, "index 10, outside [0, 10)");
+  expect_rejected({0, 1, 6, bits(1.0f)}, "index 6, outside [0, 6)");
+  expect_rejected({1, 0xFFFFFFFFu, bits(1.0f), 0}, "outside [0, 10)");
+}
+
+TEST(SparseMessage, RejectsCountsThatDoNotMatchTheMessage) {
+  expect_rejected({2, 1, bits(1.0f), 0}, "announces 2 pairs but only 1 follow");
+  expect_rejected({3, 1, 0, 2, 0, 3, 0, 0}, "more than the 2 a rank may send");
+  expect_rejected({1, 1, bits(1.0f)}, "ends after 1 of 2 tensors");
+  expect_rejected({0, 0, 99}, "1 words left over");
+  expect_rejected({}, "ends after 0 of 2 tensors");
+}
+
+}  // namespace
+}  // namespace gw::compressors
