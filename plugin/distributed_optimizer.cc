@@ -1,11 +1,16 @@
 #include "plugin/distributed_optimizer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <istream>
+#include <ostream>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 
 #include "kernels/elementwise.h"
+#include "plugin/compressor_factory.h"
 #include "plugin/config/params.h"
 #include "plugin/config_check.h"
 
@@ -25,6 +30,9 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<CountingCommunicator>
   if (!inner_) throw std::invalid_argument("DistributedOptimizer: inner optimizer is null");
   if (params.empty()) throw std::invalid_argument("DistributedOptimizer: no parameters");
   average_ = config_.get_string(config::keys::kGradientReduction) == "average";
+  CompressorSettings compression = read_compressor_settings(config_);
+  compression.sparsify.dense_fallback = options.sparse_dense_fallback;
+  check_compressor_supports(compression, *inner_);
 
   std::set<std::string> names;
   std::size_t offset = 0;
@@ -42,20 +50,34 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<CountingCommunicator>
   }
   flat_gradients_.assign(offset, 0.0f);
   ready_.assign(params_.size(), 0);
+  multiplier_.assign(params_.size(), 1.0f);
   views_.reserve(params_.size());
-  for (const auto& p : params_) {
+  bucket_.data = flat_gradients_.data();
+  bucket_.numel = flat_gradients_.size();
+  std::vector<std::size_t> numels;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    const Registered& p = params_[i];
     views_.push_back(
         ParameterView{p.spec.name, p.spec.value, flat_gradients_.data() + p.offset, p.spec.numel});
+    bucket_.tensors.push_back({i, p.offset, p.spec.numel});
+    numels.push_back(p.spec.numel);
   }
+  compressor_ = make_compressor(compression, std::move(numels), *inner_);
+  stats_.compressor = compressor_->name();
+  stats_.warmup_end_step = compressor_->warmup_end_step();
+  measure_from_step_ = stats_.warmup_end_step;
+  stats_.dense_bytes_per_step = CountingCommunicator::allreduce_bytes(
+      flat_gradients_.size(), sizeof(float), comm_->rank(), comm_->size());
 
   check_same_on_all_ranks(*comm_, config_.canonical() + layout_canonical());
   if (config_.get_bool(config::keys::kBroadcastParameters)) broadcast_parameters();
   if (comm_->rank() == 0) {
     log_.log(LogLevel::kInfo,
              "%zu parameters (%zu floats, %.2f MB) in one flat gradient buffer; %d ranks; "
-             "inner optimizer %s; gradients %s over ranks",
+             "inner optimizer %s; compressor %s; gradients %s over ranks",
              params_.size(), flat_gradients_.size(), flat_gradients_.size() * 4 / 1e6,
-             comm_->size(), inner_->name().c_str(), average_ ? "averaged" : "summed");
+             comm_->size(), inner_->name().c_str(), compressor_->name().c_str(),
+             average_ ? "averaged" : "summed");
   }
 }
 
@@ -110,38 +132,108 @@ void DistributedOptimizer::exchange_gradients() {
   const bool debug = log_.enabled(LogLevel::kDebug);
   const auto start =
       debug ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
-  comm_->allreduce(flat_gradients_.data(), flat_gradients_.size(), DataType::kFloat32,
-                   ReduceOp::kSum, TrafficKind::kGradient);
+  compressor_->begin_step(steps_);
+  if (steps_ == measure_from_step_ && !synchronized_) {
+    bytes_at_warmup_end_ = comm_->counters()[TrafficKind::kGradient].sent_bytes;
+  }
+  const BucketExchangeResult r = exchange_.run(*comm_, *compressor_, bucket_);
+  const float inv_n = 1.0f / static_cast<float>(comm_->size());
+  const bool average_wire = r.plan.dense_wire == compressors::DenseWire::kFloat16;
+  for (std::size_t pos : r.plan.dense) {
+    multiplier_[bucket_.tensors[pos].parameter] = average_wire ? inv_n : 1.0f;
+  }
+  for (std::size_t pos : r.plan.sparse) multiplier_[bucket_.tensors[pos].parameter] = 1.0f;
+  if (!r.plan.sparse.empty()) ++stats_.sparse_exchanges;
+  if (r.plan.dense_fallback) ++stats_.dense_fallbacks;
+  stats_.sparse_words_sent += r.sparse_words_sent;
   if (debug) {
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    log_.log(LogLevel::kDebug, "step %lld: allreduce of %zu floats took %.3f ms",
-             static_cast<long long>(steps_), flat_gradients_.size(), ms);
+    log_.log(LogLevel::kDebug,
+             "step %lld: %s exchange of %zu floats took %.3f ms (%zu dense, %zu sparse tensors%s)",
+             static_cast<long long>(steps_), compressor_->name().c_str(), flat_gradients_.size(),
+             ms, r.plan.dense.size(), r.plan.sparse.size(),
+             r.plan.dense_fallback ? ", dense fallback" : "");
   }
   std::fill(ready_.begin(), ready_.end(), 0);
   ready_count_ = 0;
 }
 
+float DistributedOptimizer::needed_scale(std::size_t i) const {
+  // See Note [Who divides by the world size].
+  const float target = average_ ? 1.0f / static_cast<float>(comm_->size()) : 1.0f;
+  return multiplier_[i] == target ? 1.0f : target / multiplier_[i];
+}
+
 void DistributedOptimizer::synchronize_gradients() {
   exchange_gradients();
-  if (average_ && comm_->size() > 1) {
-    kernels::scale(flat_gradients_.data(), 1.0f / static_cast<float>(comm_->size()),
-                   flat_gradients_.size(), Device::kHost);
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    const float scale = needed_scale(i);
+    if (scale != 1.0f) {
+      kernels::scale(flat_gradients_.data() + params_[i].offset, scale, params_[i].spec.numel,
+                     Device::kHost);
+    }
+    multiplier_[i] = average_ ? 1.0f / static_cast<float>(comm_->size()) : 1.0f;
   }
+  synchronized_ = true;
 }
 
 void DistributedOptimizer::step() {
-  // See Note [Who divides by the world size].
-  float grad_scale = 1.0f;
-  if (average_ && comm_->size() > 1 && inner_->accepts_gradient_scale()) {
-    exchange_gradients();
-    grad_scale = 1.0f / static_cast<float>(comm_->size());
-  } else {
-    synchronize_gradients();
+  if (!synchronized_) {
+    if (inner_->accepts_gradient_scale()) {
+      exchange_gradients();
+    } else {
+      synchronize_gradients();
+    }
   }
-  for (auto& v : views_) v.grad_scale = grad_scale;
+  for (std::size_t i = 0; i < views_.size(); ++i) views_[i].grad_scale = needed_scale(i);
   inner_->step(views_);
+  synchronized_ = false;
   ++steps_;
+  if (steps_ > measure_from_step_) {
+    stats_.steps_after_warmup = steps_ - measure_from_step_;
+    stats_.gradient_bytes_after_warmup =
+        comm_->counters()[TrafficKind::kGradient].sent_bytes - bytes_at_warmup_end_;
+  }
+}
+
+namespace {
+constexpr char kStateMagic[8] = {'G', 'W', 'D', 'O', 'P', 'T', '1', '\0'};
+}  // namespace
+
+void DistributedOptimizer::save_state(std::ostream& out) const {
+  out.write(kStateMagic, sizeof kStateMagic);
+  const std::int64_t steps = steps_;
+  out.write(reinterpret_cast<const char*>(&steps), sizeof steps);
+  compressor_->save_state(out);
+  inner_->save_state(out);
+  if (!out) throw std::runtime_error("DistributedOptimizer::save_state: error while writing");
+}
+
+void DistributedOptimizer::load_state(std::istream& in) {
+  char magic[8];
+  std::int64_t steps = 0;
+  in.read(magic, sizeof magic);
+  in.read(reinterpret_cast<char*>(&steps), sizeof steps);
+  if (!in || std::memcmp(magic, kStateMagic, sizeof magic) != 0 || steps < 0) {
+    throw std::runtime_error("DistributedOptimizer::load_state: not a gradwire optimizer state");
+  }
+  // The compressor's load is all-or-nothing, and so is the inner optimizer's; keep a copy so that
+  // a failure in the second leaves the first as it was too.
+  std::stringstream before;
+  compressor_->save_state(before);
+  compressor_->load_state(in);
+  try {
+    inner_->load_state(in);
+  } catch (...) {
+    compressor_->load_state(before);
+    throw;
+  }
+  steps_ = steps;
+  // Per-step figures of a resumed run start at the resume point.
+  measure_from_step_ = std::max(stats_.warmup_end_step, steps_);
+  stats_.steps_after_warmup = 0;
+  stats_.gradient_bytes_after_warmup = 0;
 }
 
 void DistributedOptimizer::broadcast_parameters() {

@@ -4,6 +4,8 @@
 
 #include <cstddef>
 #include <iosfwd>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,12 @@ struct ParameterView {
   float grad_scale = 1.0f;
 };
 
+// The momentum of an SGD-form optimizer (PyTorch semantics, dampening 0).
+struct SgdMomentum {
+  double momentum = 0.0;
+  bool nesterov = false;
+};
+
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
@@ -40,6 +48,17 @@ class Optimizer {
 
   // True when step() applies ParameterView::grad_scale (see Note [Who divides by the world size]).
   virtual bool accepts_gradient_scale() const { return false; }
+
+  // GRADWIRE_COMPRESSOR=dgc applies momentum itself, before sparsification (Note [DGC takes over
+  // the momentum] in compressors/dgc_compressor.h). An optimizer of the SGD form
+  // w -= lr (d + wd w), d = momentum over the gradient, returns its momentum settings here;
+  // others return nullopt, and gradwire then refuses dgc with a configuration error.
+  virtual std::optional<SgdMomentum> sgd_momentum() const { return std::nullopt; }
+  // After this call (made once, before the first step, only when sgd_momentum() has a value), the
+  // optimizer steps without momentum: w -= lr (g * grad_scale + wd w).
+  virtual void release_momentum() {
+    throw std::logic_error(name() + " has no SGD momentum to release");
+  }
 
   virtual double learning_rate() const = 0;
   virtual void set_learning_rate(double lr) = 0;

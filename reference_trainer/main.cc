@@ -9,6 +9,7 @@
 
 #include "plugin/comm/counting_communicator.h"
 #include "plugin/comm/mpi/mpi_runtime.h"
+#include "plugin/compressor_factory.h"
 #include "plugin/config/params.h"
 #include "reference_trainer/app/command_line.h"
 #include "reference_trainer/app/report.h"
@@ -44,6 +45,10 @@ int main(int argc, char** argv) {
       std::cout << config.table();
       return 0;
     }
+
+    // Compressor settings and their fit with the optimizer (dgc needs SGD), before MPI starts.
+    gw::check_compressor_supports(gw::read_compressor_settings(config),
+                                  *gw::trainer::make_optimizer(*options));
 
     gw::trainer::FashionMnist data = gw::trainer::load_fashion_mnist(options->data_dir);
     if (options->train_subset > 0) {

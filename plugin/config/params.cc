@@ -9,9 +9,89 @@ Registry make_registry() {
     ParamSpec p;
     p.key = keys::kCompressor;
     p.type = ParamType::kEnum;
-    p.choices = {"none"};
+    p.choices = {"none", "fp16", "topk", "dgc"};
     p.default_text = "none";
-    p.description = "How gradients are encoded before the exchange; none sends them as fp32.";
+    p.description =
+        "How gradients are encoded for the exchange: none (fp32 allreduce), fp16 (half-precision "
+        "allreduce), topk (top-k with error feedback, any optimizer), dgc (deep gradient "
+        "compression: top-k with momentum correction; needs an SGD inner optimizer).";
+    r.add(p);
+  }
+  {
+    ParamSpec p;
+    p.key = keys::kDgcSparsity;
+    p.type = ParamType::kFloatList;
+    p.default_text = "0.999";
+    p.min = 0;
+    p.max = 0.999999;
+    p.description =
+        "topk/dgc: fraction of each compressed tensor NOT sent per step; a list "
+        "(0.75,0.9375,0.984375,0.996,0.999) is a warm-up spread evenly over "
+        "GRADWIRE_DGC_RAMPUP_STEPS.";
+    r.add(p);
+  }
+  {
+    ParamSpec p;
+    p.key = keys::kDgcRampupBeginStep;
+    p.type = ParamType::kInt;
+    p.default_text = "0";
+    p.min = 0;
+    p.max = 4294967295;
+    p.description =
+        "topk/dgc: first step that is compressed; earlier steps are exchanged dense with "
+        "ordinary momentum.";
+    r.add(p);
+  }
+  {
+    ParamSpec p;
+    p.key = keys::kDgcRampupSteps;
+    p.type = ParamType::kInt;
+    p.default_text = "0";
+    p.min = 0;
+    p.max = 4294967295;
+    p.description =
+        "topk/dgc: steps over which a GRADWIRE_DGC_SPARSITY list is spread; after them the last "
+        "value holds.";
+    r.add(p);
+  }
+  {
+    ParamSpec p;
+    p.key = keys::kDgcSampleRatio;
+    p.type = ParamType::kFloat;
+    p.default_text = "0.01";
+    p.min = 1e-6;
+    p.max = 1;
+    p.description = "topk/dgc: fraction of a tensor sampled to estimate the selection threshold.";
+    r.add(p);
+  }
+  {
+    ParamSpec p;
+    p.key = keys::kDgcMinNumel;
+    p.type = ParamType::kInt;
+    p.default_text = "16384";
+    p.min = 1;
+    p.max = 4294967295;
+    p.description = "topk/dgc: tensors with fewer elements are exchanged dense.";
+    r.add(p);
+  }
+  {
+    ParamSpec p;
+    p.key = keys::kDgcMomentumMasking;
+    p.type = ParamType::kBool;
+    p.default_text = "1";
+    p.description = "dgc: zero the momentum where values were sent (momentum factor masking).";
+    r.add(p);
+  }
+  {
+    ParamSpec p;
+    p.key = keys::kDgcClipNorm;
+    p.type = ParamType::kFloat;
+    p.default_text = "0";
+    p.min = 0;
+    p.max = 1e30;
+    p.description =
+        "dgc: local gradient clipping, per tensor, to this L2 norm x world_size^-1/2 before "
+        "accumulation; 0 turns it off.";
     r.add(p);
   }
   {

@@ -11,6 +11,13 @@ const Registry& registry();
 
 namespace keys {
 inline constexpr const char* kCompressor = "GRADWIRE_COMPRESSOR";
+inline constexpr const char* kDgcSparsity = "GRADWIRE_DGC_SPARSITY";
+inline constexpr const char* kDgcRampupBeginStep = "GRADWIRE_DGC_RAMPUP_BEGIN_STEP";
+inline constexpr const char* kDgcRampupSteps = "GRADWIRE_DGC_RAMPUP_STEPS";
+inline constexpr const char* kDgcSampleRatio = "GRADWIRE_DGC_SAMPLE_RATIO";
+inline constexpr const char* kDgcMinNumel = "GRADWIRE_DGC_MIN_NUMEL";
+inline constexpr const char* kDgcMomentumMasking = "GRADWIRE_DGC_MOMENTUM_MASKING";
+inline constexpr const char* kDgcClipNorm = "GRADWIRE_DGC_CLIP_NORM";
 inline constexpr const char* kSync = "GRADWIRE_SYNC";
 inline constexpr const char* kGradientReduction = "GRADWIRE_GRADIENT_REDUCTION";
 inline constexpr const char* kBroadcastParameters = "GRADWIRE_BROADCAST_PARAMETERS";

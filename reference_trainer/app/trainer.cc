@@ -12,7 +12,6 @@
 #include "reference_trainer/optim/sgd.h"
 
 namespace gw::trainer {
-namespace {
 
 std::unique_ptr<Optimizer> make_optimizer(const TrainerOptions& o) {
   if (o.optimizer == "adam") {
@@ -28,6 +27,8 @@ std::unique_ptr<Optimizer> make_optimizer(const TrainerOptions& o) {
   s.weight_decay = o.weight_decay;
   return std::make_unique<Sgd>(s);
 }
+
+namespace {
 
 // Wall time on rank 0 after every rank has arrived: the time of the slowest rank.
 double synchronized_now(Communicator& comm) {
@@ -81,6 +82,33 @@ std::vector<TrafficCounters> gather_traffic(CountingCommunicator& comm) {
       out[r].kinds[k].received_bytes = static_cast<std::uint64_t>(all[r * kFields + 3 * k + 1]);
       out[r].kinds[k].calls = static_cast<std::uint64_t>(all[r * kFields + 3 * k + 2]);
     }
+  }
+  return out;
+}
+
+std::vector<CompressionStats> gather_compression(const CompressionStats& mine, Communicator& comm) {
+  constexpr std::size_t kFields = 7;
+  const std::int64_t send[kFields] = {mine.warmup_end_step,
+                                      mine.steps_after_warmup,
+                                      static_cast<std::int64_t>(mine.gradient_bytes_after_warmup),
+                                      static_cast<std::int64_t>(mine.dense_bytes_per_step),
+                                      mine.sparse_exchanges,
+                                      mine.dense_fallbacks,
+                                      static_cast<std::int64_t>(mine.sparse_words_sent)};
+  const auto n = static_cast<std::size_t>(comm.size());
+  std::vector<std::int64_t> all(kFields * n);
+  comm.allgatherv(send, kFields, all.data(), std::vector<std::size_t>(n, kFields), DataType::kInt64,
+                  TrafficKind::kControl);
+  std::vector<CompressionStats> out(n, mine);
+  for (std::size_t r = 0; r < n; ++r) {
+    const std::int64_t* f = all.data() + r * kFields;
+    out[r].warmup_end_step = f[0];
+    out[r].steps_after_warmup = f[1];
+    out[r].gradient_bytes_after_warmup = static_cast<std::uint64_t>(f[2]);
+    out[r].dense_bytes_per_step = static_cast<std::uint64_t>(f[3]);
+    out[r].sparse_exchanges = f[4];
+    out[r].dense_fallbacks = f[5];
+    out[r].sparse_words_sent = static_cast<std::uint64_t>(f[6]);
   }
   return out;
 }
@@ -175,6 +203,7 @@ TrainResult train(const TrainerOptions& options, const config::Config& config,
   result.wall_seconds = synchronized_now(*comm) - run_start;
   result.final_test_accuracy = result.epochs.empty() ? 0.0 : result.epochs.back().test_accuracy;
   result.traffic_per_rank = gather_traffic(*comm);
+  result.compression_per_rank = gather_compression(optimizer.compression_stats(), *comm);
   if (is_root) {
     result.final_parameters.reserve(model->num_parameters());
     for (const auto& p : model->parameters()) {

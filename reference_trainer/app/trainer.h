@@ -9,6 +9,7 @@
 
 #include "plugin/comm/counting_communicator.h"
 #include "plugin/config/config.h"
+#include "plugin/distributed_optimizer.h"
 #include "reference_trainer/app/trainer_options.h"
 #include "reference_trainer/data/fashion_mnist.h"
 
@@ -35,9 +36,13 @@ struct TrainResult {
   double wall_seconds = 0;    // rank 0, from before the first step to after the last eval
   double train_seconds = 0;   // sum of the epochs' training time
   std::uint64_t samples = 0;  // training samples processed by all ranks
-  std::vector<TrafficCounters> traffic_per_rank;  // gathered at the end, index = rank
-  std::vector<float> final_parameters;            // rank 0's, in registration order
+  std::vector<TrafficCounters> traffic_per_rank;       // gathered at the end, index = rank
+  std::vector<CompressionStats> compression_per_rank;  // likewise
+  std::vector<float> final_parameters;                 // rank 0's, in registration order
 };
+
+// The inner optimizer the options name (sgd or adam), before gradwire wraps it.
+std::unique_ptr<Optimizer> make_optimizer(const TrainerOptions& options);
 
 // Runs the whole training on every rank of `comm`. Collective.
 TrainResult train(const TrainerOptions& options, const config::Config& config,

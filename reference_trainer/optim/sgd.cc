@@ -78,6 +78,21 @@ void Sgd::step(const std::vector<gw::ParameterView>& params) {
   }
 }
 
+std::optional<gw::SgdMomentum> Sgd::sgd_momentum() const {
+  return gw::SgdMomentum{options_.momentum, options_.nesterov};
+}
+
+void Sgd::release_momentum() {
+  if (state_.step() > 0) {
+    throw std::logic_error("Sgd::release_momentum: called after " + std::to_string(state_.step()) +
+                           " steps; it must come before the first");
+  }
+  options_.momentum = 0.0;
+  options_.nesterov = false;
+  momentum_released_ = true;
+  state_ = ParameterState("sgd", 0);
+}
+
 void Sgd::save_state(std::ostream& out) const { state_.save(out); }
 
 void Sgd::load_state(std::istream& in) { state_.load(in); }

@@ -32,6 +32,10 @@ class Sgd final : public gw::Optimizer {
   // step with another layout throws std::invalid_argument.
   void step(const std::vector<gw::ParameterView>& params) override;
   bool accepts_gradient_scale() const override { return true; }
+  std::optional<gw::SgdMomentum> sgd_momentum() const override;
+  // Throws std::logic_error after the first step. Afterwards options().momentum is 0.
+  void release_momentum() override;
+  bool momentum_released() const { return momentum_released_; }
   double learning_rate() const override { return options_.lr; }
   void set_learning_rate(double lr) override;
   // See Note [Optimizer state format].
@@ -43,6 +47,7 @@ class Sgd final : public gw::Optimizer {
 
  private:
   Options options_;
+  bool momentum_released_ = false;
   ParameterState state_;
 };
 

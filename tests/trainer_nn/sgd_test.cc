@@ -55,6 +55,26 @@ TEST(SgdTest, Nesterov) {
   EXPECT_EQ(p.w[0], -1.375f);
 }
 
+TEST(SgdTest, ReleasedMomentumStepsPlainSgdWithWeightDecay) {
+  // GRADWIRE_COMPRESSOR=dgc takes the momentum over (Note [DGC takes over the momentum]).
+  Sgd sgd(Sgd::Options{0.5, 0.5, true, 0.5});
+  const auto m = sgd.sgd_momentum();
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->momentum, 0.5);
+  EXPECT_TRUE(m->nesterov);
+  sgd.release_momentum();
+  EXPECT_TRUE(sgd.momentum_released());
+  Param p{{1.0f}, {1.0f}};
+  sgd.step(p.views());  // no buffer: w = 1 - 0.5 * (1 + 0.5 * 1)
+  EXPECT_EQ(p.w[0], 0.25f);
+  sgd.step(p.views());  // w = 0.25 - 0.5 * (1 + 0.125)
+  EXPECT_EQ(p.w[0], -0.3125f);
+  // Too late once a step has been taken with momentum.
+  Sgd late(Sgd::Options{0.5, 0.5});
+  late.step(p.views());
+  EXPECT_THROW(late.release_momentum(), std::logic_error);
+}
+
 TEST(SgdTest, MomentumWithWeightDecay) {
   Sgd sgd(Sgd::Options{0.5, 0.5, false, 0.5});
   Param p{{1.0f}, {1.0f}};

@@ -1,0 +1,39 @@
+// Runs one bucket through a Compressor and the collectives its plan names: encode, dense
+// allreduce (fp32 or fp16), sparse allgatherv, checked decode.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "compressors/compressor.h"
+#include "plugin/comm/communicator.h"
+
+namespace gw {
+
+// What one bucket's exchange did.
+struct BucketExchangeResult {
+  compressors::ExchangePlan plan;
+  std::size_t sparse_words_sent = 0;  // this rank's sparse message, in 32-bit words
+};
+
+class BucketExchange {
+ public:
+  // Afterwards bucket.data holds, per tensor, the sum over ranks, except the dense part of an fp16
+  // plan, which holds the average (ExchangePlan::dense_wire). Collective: every rank passes the
+  // same bucket layout at the same step. A malformed sparse message from a peer throws
+  // compressors::PayloadError naming it, on every rank, before the bucket is touched.
+  BucketExchangeResult run(Communicator& comm, compressors::Compressor& compressor,
+                           const compressors::BucketView& bucket);
+
+ private:
+  // Staging, grown on demand and reused: steady-state steps allocate nothing.
+  std::vector<float> dense_f32_;
+  std::vector<Half> dense_f16_;
+  compressors::SparseMessageWriter sparse_;
+  std::vector<std::uint32_t> received_;
+  std::vector<std::int64_t> sizes_;
+  std::vector<std::size_t> words_per_rank_;
+};
+
+}  // namespace gw

@@ -1,0 +1,68 @@
+#include "plugin/compressor_factory.h"
+
+#include "compressors/dgc_compressor.h"
+#include "compressors/fp16_compressor.h"
+#include "compressors/none_compressor.h"
+#include "compressors/topk_compressor.h"
+#include "plugin/config/params.h"
+
+namespace gw {
+
+CompressorSettings read_compressor_settings(const config::Config& config) {
+  namespace keys = config::keys;
+  CompressorSettings s;
+  s.name = config.get_string(keys::kCompressor);
+  s.sparsify.sparsity = config.get_float_list(keys::kDgcSparsity);
+  s.sparsify.rampup_begin_step = config.get_int(keys::kDgcRampupBeginStep);
+  s.sparsify.rampup_steps = config.get_int(keys::kDgcRampupSteps);
+  s.sparsify.sample_ratio = config.get_float(keys::kDgcSampleRatio);
+  s.sparsify.min_numel = static_cast<std::size_t>(config.get_int(keys::kDgcMinNumel));
+  s.momentum_masking = config.get_bool(keys::kDgcMomentumMasking);
+  s.clip_norm = config.get_float(keys::kDgcClipNorm);
+  const std::size_t values = s.sparsify.sparsity.size();
+  if ((s.name == "topk" || s.name == "dgc") && values > 1 &&
+      s.sparsify.rampup_steps < static_cast<std::int64_t>(values)) {
+    throw config::ConfigError(
+        std::string(keys::kDgcSparsity) + "=" + config.text(keys::kDgcSparsity) + " lists " +
+        std::to_string(values) + " sparsities, spread over " + keys::kDgcRampupSteps + "=" +
+        config.text(keys::kDgcRampupSteps) + " steps; set " + keys::kDgcRampupSteps +
+        " to at least " + std::to_string(values) + " (each value needs a step) or give one value");
+  }
+  return s;
+}
+
+void check_compressor_supports(const CompressorSettings& settings, const Optimizer& inner) {
+  if (settings.name == "dgc" && !inner.sgd_momentum()) {
+    throw config::ConfigError(std::string(config::keys::kCompressor) +
+                              "=dgc applies momentum correction in place of the inner "
+                              "optimizer's momentum, so it needs an SGD optimizer; " +
+                              inner.name() + " has no SGD momentum. Use " +
+                              config::keys::kCompressor +
+                              "=topk (top-k with error feedback, any optimizer) instead");
+  }
+}
+
+std::unique_ptr<compressors::Compressor> make_compressor(const CompressorSettings& settings,
+                                                         std::vector<std::size_t> numels,
+                                                         Optimizer& inner) {
+  check_compressor_supports(settings, inner);
+  if (settings.name == "fp16") return std::make_unique<compressors::Fp16Compressor>();
+  if (settings.name == "topk") {
+    return std::make_unique<compressors::TopkCompressor>(std::move(numels), settings.sparsify);
+  }
+  if (settings.name == "dgc") {
+    const SgdMomentum m = *inner.sgd_momentum();
+    compressors::DgcOptions d;
+    d.sparsify = settings.sparsify;
+    d.momentum = m.momentum;
+    d.nesterov = m.nesterov;
+    d.momentum_masking = settings.momentum_masking;
+    d.clip_norm = settings.clip_norm;
+    auto c = std::make_unique<compressors::DgcCompressor>(std::move(numels), d);
+    inner.release_momentum();  // only once the compressor exists: nothing is lost on an error
+    return c;
+  }
+  return std::make_unique<compressors::NoneCompressor>();
+}
+
+}  // namespace gw

@@ -1,0 +1,37 @@
+// Builds the Compressor that GRADWIRE_COMPRESSOR names, from the configuration.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compressors/compressor.h"
+#include "compressors/sparsifying_compressor.h"
+#include "plugin/config/config.h"
+#include "plugin/optimizer.h"
+
+namespace gw {
+
+struct CompressorSettings {
+  std::string name;  // none | fp16 | topk | dgc
+  compressors::SparsifyOptions sparsify;
+  bool momentum_masking = true;
+  double clip_norm = 0.0;
+};
+
+// Reads and cross-checks the compressor's GRADWIRE_* parameters; throws config::ConfigError naming
+// the variables (for example a sparsity list longer than GRADWIRE_DGC_RAMPUP_STEPS).
+CompressorSettings read_compressor_settings(const config::Config& config);
+
+// Throws config::ConfigError when the compressor cannot run under `inner`: dgc needs an
+// optimizer of the SGD form (Optimizer::sgd_momentum), and suggests topk otherwise.
+void check_compressor_supports(const CompressorSettings& settings, const Optimizer& inner);
+
+// numels: every parameter's element count, in registration order. For dgc this takes over the
+// inner optimizer's momentum (Optimizer::release_momentum).
+std::unique_ptr<compressors::Compressor> make_compressor(const CompressorSettings& settings,
+                                                         std::vector<std::size_t> numels,
+                                                         Optimizer& inner);
+
+}  // namespace gw

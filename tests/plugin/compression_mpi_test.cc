@@ -1,0 +1,290 @@
+// GRADWIRE_COMPRESSOR through DistributedOptimizer under a real mpirun: DGC against dense momentum
+// SGD, fp16's bytes, malformed peer payloads, checkpoint and resume, configuration errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <sstream>
+
+#include "compressors/sparse_message.h"
+#include "plugin/comm/mpi/mpi_runtime.h"
+#include "plugin/config/params.h"
+#include "plugin/distributed_optimizer.h"
+#include "reference_trainer/optim/adam.h"
+#include "reference_trainer/optim/sgd.h"
+
+namespace gw {
+namespace {
+
+namespace keys = config::keys;
+
+std::unique_ptr<trainer::Sgd> momentum_sgd(bool nesterov = false) {
+  trainer::Sgd::Options o;
+  o.lr = 0.05;
+  o.momentum = 0.9;
+  o.nesterov = nesterov;
+  return std::make_unique<trainer::Sgd>(o);
+}
+
+// A small model: two tensors, one above GRADWIRE_DGC_MIN_NUMEL (sparsified) and one below.
+struct Model {
+  std::vector<float> big = std::vector<float>(3000, 0.5f);
+  std::vector<float> small = std::vector<float>(40, -0.25f);
+  std::vector<ParameterSpec> specs() {
+    return {{"big", big.data(), big.size()}, {"small", small.data(), small.size()}};
+  }
+  // Rank r's gradient at `step`: noise plus a pull towards zero, so errors would compound.
+  void gradients(DistributedOptimizer& opt, int rank, int step) {
+    std::mt19937 rng(static_cast<unsigned>(1000 * step + rank));
+    std::normal_distribution<float> noise(0.0f, 1.0f);
+    float* g = opt.gradient(0);
+    for (std::size_t i = 0; i < big.size(); ++i) g[i] = noise(rng) + 0.3f * big[i];
+    g = opt.gradient(1);
+    for (std::size_t i = 0; i < small.size(); ++i) g[i] = noise(rng) + 0.3f * small[i];
+  }
+};
+
+DistributedOptimizerOptions settings(std::vector<std::pair<const char*, const char*>> values) {
+  DistributedOptimizerOptions o;
+  o.read_environment = false;
+  o.config.set(keys::kDgcMinNumel, "1000");
+  o.config.set(keys::kLogLevel, "warn");
+  for (const auto& [k, v] : values) o.config.set(k, v);
+  return o;
+}
+
+std::shared_ptr<CountingCommunicator> world() {
+  return std::make_shared<CountingCommunicator>(make_mpi_world_communicator());
+}
+
+double relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  double worst = 0, scale = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    worst = std::max(worst, static_cast<double>(std::fabs(a[i] - b[i])));
+    scale = std::max(scale, static_cast<double>(std::fabs(b[i])));
+  }
+  return worst / scale;
+}
+
+TEST(Compression, DgcAtSparsityZeroWithoutMaskingEqualsDenseMomentumSgd) {
+  const auto comm = world();
+  const int rank = comm->rank();
+  for (bool nesterov : {false, true}) {
+    for (bool fallback : {true, false}) {  // the dense fallback, then the sparse path forced
+      Model dense_model, dgc_model;
+      DistributedOptimizer dense(comm, momentum_sgd(nesterov), dense_model.specs(), settings({}));
+      auto options = settings({{keys::kCompressor, "dgc"},
+                               {keys::kDgcSparsity, "0"},
+                               {keys::kDgcMomentumMasking, "0"}});
+      options.sparse_dense_fallback = fallback;
+      DistributedOptimizer dgc(comm, momentum_sgd(nesterov), dgc_model.specs(), options);
+      ASSERT_TRUE(static_cast<trainer::Sgd&>(dgc.inner()).momentum_released());
+      for (int step = 0; step < 50; ++step) {
+        dense_model.gradients(dense, rank, step);
+        dense.step();
+        dgc_model.gradients(dgc, rank, step);
+        dgc.step();
+      }
+      EXPECT_LT(relative_difference(dgc_model.big, dense_model.big), 1e-5)
+          << "nesterov " << nesterov << " fallback " << fallback;
+      EXPECT_LT(relative_difference(dgc_model.small, dense_model.small), 1e-5);
+      const CompressionStats& s = dgc.compression_stats();
+      EXPECT_EQ(s.dense_fallbacks, fallback && comm->size() > 1 ? 50 : 0);
+      EXPECT_EQ(s.sparse_exchanges, fallback && comm->size() > 1 ? 0 : 50);
+    }
+  }
+}
+
+TEST(Compression, DgcSendsAboutKPairsAndReportsTheRatio) {
+  const auto comm = world();
+  Model model;
+  DistributedOptimizer opt(comm, momentum_sgd(), model.specs(),
+                           settings({{keys::kCompressor, "dgc"},
+                                     {keys::kDgcSparsity, "0.9,0.99"},
+                                     {keys::kDgcRampupBeginStep, "2"},
+                                     {keys::kDgcRampupSteps, "4"}}));
+  const auto before = comm->counters()[TrafficKind::kGradient];
+  for (int step = 0; step < 10; ++step) {
+    model.gradients(opt, comm->rank(), step);
+    opt.step();
+  }
+  const CompressionStats& s = opt.compression_stats();
+  EXPECT_EQ(s.warmup_end_step, 6);
+  EXPECT_EQ(s.steps_after_warmup, 4);
+  const int n = comm->size();
+  if (n > 1) {
+    EXPECT_EQ(s.sparse_exchanges, 8);
+    // After warm-up: the small tensor's allreduce plus at most (n - 1) x (1 + 2 x 30) words.
+    const std::uint64_t dense_small = CountingCommunicator::allreduce_bytes(40, 4, comm->rank(), n);
+    EXPECT_LE(s.gradient_bytes_after_warmup, 4 * (dense_small + (n - 1) * 4 * (1 + 2 * 30)));
+    EXPECT_GE(s.gradient_bytes_after_warmup, 4 * (dense_small + (n - 1) * 4 * (1 + 2 * 28)));
+    EXPECT_EQ(comm->counters()[TrafficKind::kGradient].calls - before.calls, 2u + 8 * 2);
+  }
+  EXPECT_EQ(s.dense_bytes_per_step,
+            CountingCommunicator::allreduce_bytes(3040, 4, comm->rank(), n));
+}
+
+TEST(Compression, Fp16SendsExactlyHalfTheBytesOfNone) {
+  const auto comm = world();
+  Model a, b;
+  DistributedOptimizer none(comm, momentum_sgd(), a.specs(), settings({}));
+  DistributedOptimizer fp16(comm, momentum_sgd(), b.specs(),
+                            settings({{keys::kCompressor, "fp16"}}));
+  const auto start = comm->counters()[TrafficKind::kGradient].sent_bytes;
+  for (int step = 0; step < 5; ++step) {
+    a.gradients(none, comm->rank(), step);
+    none.step();
+  }
+  const auto mid = comm->counters()[TrafficKind::kGradient].sent_bytes;
+  for (int step = 0; step < 5; ++step) {
+    b.gradients(fp16, comm->rank(), step);
+    fp16.step();
+  }
+  const auto end = comm->counters()[TrafficKind::kGradient].sent_bytes;
+  EXPECT_EQ(2 * (end - mid), mid - start);
+  // fp16 rounding only: the weights agree to about 1e-3 relative.
+  EXPECT_LT(relative_difference(b.big, a.big), 2e-3);
+  EXPECT_GT(relative_difference(b.big, a.big), 0.0) << "fp16 should round somewhere";
+}
+
+// Corrupts what arrives from rank 1 in the sparse exchange: either an index in its pairs or the
+// length it announces.
+class CorruptingCommunicator : public Communicator {
+ public:
+  enum class What { kIndex, kLength };
+  CorruptingCommunicator(std::unique_ptr<Communicator> inner, What what)
+      : inner_(std::move(inner)), what_(what) {}
+  int rank() const override { return inner_->rank(); }
+  int size() const override { return inner_->size(); }
+  WorkHandle allreduce_async(void* b, std::size_t c, DataType t, ReduceOp o,
+                             TrafficKind k) override {
+    return inner_->allreduce_async(b, c, t, o, k);
+  }
+  WorkHandle allgatherv_async(const void* s, std::size_t sc, void* r, std::vector<std::size_t> rc,
+                              DataType t, TrafficKind k) override {
+    auto w = inner_->allgatherv_async(s, sc, r, rc, t, k);
+    w->wait();
+    if (t == DataType::kInt32 && k == TrafficKind::kGradient && what_ == What::kIndex) {
+      auto* words = static_cast<std::uint32_t*>(r);
+      words[rc[0] + 1] = 123456789;  // rank 1's first index
+    }
+    if (t == DataType::kInt64 && k == TrafficKind::kControl && what_ == What::kLength &&
+        rc[0] == 1 && armed) {
+      static_cast<std::int64_t*>(r)[1] += 1000000;
+    }
+    return w;
+  }
+  WorkHandle broadcast_async(void* b, std::size_t c, DataType t, int root, TrafficKind k) override {
+    return inner_->broadcast_async(b, c, t, root, k);
+  }
+  void barrier() override { inner_->barrier(); }
+  bool armed = false;
+
+ private:
+  std::unique_ptr<Communicator> inner_;
+  What what_;
+};
+
+TEST(Compression, AMalformedPeerPayloadIsAnErrorNamingTheSenderOnEveryRank) {
+  if (world()->size() < 2) GTEST_SKIP() << "needs a peer";
+  for (auto what : {CorruptingCommunicator::What::kIndex, CorruptingCommunicator::What::kLength}) {
+    auto corrupting = std::make_unique<CorruptingCommunicator>(make_mpi_world_communicator(), what);
+    CorruptingCommunicator* handle = corrupting.get();
+    auto comm = std::make_shared<CountingCommunicator>(std::move(corrupting));
+    Model model;
+    DistributedOptimizer opt(comm, momentum_sgd(), model.specs(),
+                             settings({{keys::kCompressor, "topk"}, {keys::kDgcSparsity, "0.99"}}));
+    handle->armed = true;  // after the construction-time checks
+    const std::vector<float> big_before = model.big;
+    model.gradients(opt, comm->rank(), 0);
+    try {
+      opt.step();
+      ADD_FAILURE() << "a corrupt message was accepted";
+    } catch (const compressors::PayloadError& e) {
+      EXPECT_NE(std::string(e.what()).find("from rank 1"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(model.big, big_before) << "parameters changed by a rejected step";
+  }
+}
+
+TEST(Compression, SaveThenLoadContinuesBitIdentically) {
+  const auto comm = world();
+  const auto config = settings({{keys::kCompressor, "dgc"},
+                                {keys::kDgcSparsity, "0.9,0.99"},
+                                {keys::kDgcRampupSteps, "4"},
+                                {keys::kDgcClipNorm, "30"}});
+  Model through;
+  DistributedOptimizer a(comm, momentum_sgd(true), through.specs(), config);
+  for (int step = 0; step < 6; ++step) {
+    through.gradients(a, comm->rank(), step);
+    a.step();
+  }
+  std::stringstream state;
+  a.save_state(state);
+  Model resumed = through;
+  for (int step = 6; step < 12; ++step) {
+    through.gradients(a, comm->rank(), step);
+    a.step();
+  }
+  DistributedOptimizer b(comm, momentum_sgd(true), resumed.specs(), config);
+  b.load_state(state);
+  EXPECT_EQ(b.steps(), 6);
+  for (int step = 6; step < 12; ++step) {
+    resumed.gradients(b, comm->rank(), step);
+    b.step();
+  }
+  EXPECT_EQ(resumed.big, through.big);
+  EXPECT_EQ(resumed.small, through.small);
+  // A state from another compressor is refused, and leaves the optimizer usable.
+  std::stringstream other;
+  DistributedOptimizer none(comm, momentum_sgd(), Model().specs(), settings({}));
+  none.save_state(other);
+  EXPECT_THROW(b.load_state(other), std::runtime_error);
+}
+
+std::string config_error(const std::function<void()>& construct) {
+  try {
+    construct();
+  } catch (const config::ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Compression, DgcUnderAdamIsAConfigurationErrorThatSuggestsTopk) {
+  const auto comm = world();
+  Model model;
+  const std::string what = config_error([&] {
+    trainer::Adam::Options o;
+    o.lr = 0.001;
+    DistributedOptimizer opt(comm, std::make_unique<trainer::Adam>(o), model.specs(),
+                             settings({{keys::kCompressor, "dgc"}}));
+  });
+  EXPECT_NE(what.find("GRADWIRE_COMPRESSOR=dgc"), std::string::npos) << what;
+  EXPECT_NE(what.find("adam"), std::string::npos) << what;
+  EXPECT_NE(what.find("GRADWIRE_COMPRESSOR=topk"), std::string::npos) << what;
+  // topk runs under Adam.
+  trainer::Adam::Options o;
+  o.lr = 0.001;
+  DistributedOptimizer topk(comm, std::make_unique<trainer::Adam>(o), model.specs(),
+                            settings({{keys::kCompressor, "topk"}, {keys::kDgcSparsity, "0.99"}}));
+  model.gradients(topk, comm->rank(), 0);
+  topk.step();
+}
+
+TEST(Compression, ASparsityListLongerThanTheRampupIsAConfigurationError) {
+  const auto comm = world();
+  Model model;
+  const std::string what = config_error([&] {
+    DistributedOptimizer opt(comm, momentum_sgd(), model.specs(),
+                             settings({{keys::kCompressor, "dgc"},
+                                       {keys::kDgcSparsity, "0.75,0.9375,0.999"},
+                                       {keys::kDgcRampupSteps, "2"}}));
+  });
+  EXPECT_NE(what.find("GRADWIRE_DGC_SPARSITY=0.75,0.9375,0.999"), std::string::npos) << what;
+  EXPECT_NE(what.find("GRADWIRE_DGC_RAMPUP_STEPS=2"), std::string::npos) << what;
+}
+
+}  // namespace
+}  // namespace gw
