@@ -49,8 +49,14 @@ class Compressor {
   // per-step bytes from here.
   virtual std::int64_t warmup_end_step() const { return 0; }
 
-  // How `bucket` travels this step: see Note [Plans agree across ranks].
-  virtual ExchangePlan plan(const BucketView& bucket, int world_size) const = 0;
+  // How `bucket` travels this step: see Note [Plans agree across ranks]. Fills `out` (cleared
+  // first), so a caller that keeps one plan per bucket allocates nothing in steady state.
+  virtual void plan_into(const BucketView& bucket, int world_size, ExchangePlan& out) const = 0;
+  ExchangePlan plan(const BucketView& bucket, int world_size) const {
+    ExchangePlan p;
+    plan_into(bucket, world_size, p);
+    return p;
+  }
 
   // Turns this rank's gradients in `bucket` into what it sends, updating the compressor's state.
   virtual void encode(const BucketView& bucket, const ExchangePlan& plan, int world_size,

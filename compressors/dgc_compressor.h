@@ -44,7 +44,6 @@ class DgcCompressor final : public SparsifyingCompressor {
   void save_state(std::ostream& out) const override;
   void load_state(std::istream& in) override;
 
-  const DgcOptions& dgc_options() const { return options_; }
   const std::vector<float>& momentum(std::size_t p) const { return momentum_[p]; }
   // Empty for tensors below min_numel (always sent whole).
   const std::vector<float>& accumulator(std::size_t p) const { return accumulator_[p]; }

@@ -29,10 +29,13 @@ struct ExchangePlan {
   bool dense_fallback = false;
 
   bool all_dense() const { return sparse.empty(); }
+  void clear() {
+    dense_wire = DenseWire::kFloat32;
+    dense.clear();
+    sparse.clear();
+    k.clear();
+    dense_fallback = false;
+  }
 };
-
-// What the value of a dense tensor in the bucket holds after decode: the sum over ranks, or
-// already the average (the fp16 wire pre-divides by the world size).
-enum class ReducedAs { kSum, kAverage };
 
 }  // namespace gw::compressors

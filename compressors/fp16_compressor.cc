@@ -8,8 +8,9 @@
 
 namespace gw::compressors {
 
-ExchangePlan Fp16Compressor::plan(const BucketView& bucket, int /*world_size*/) const {
-  return all_dense_plan(bucket, DenseWire::kFloat16);
+void Fp16Compressor::plan_into(const BucketView& bucket, int /*world_size*/,
+                               ExchangePlan& out) const {
+  all_dense_plan(bucket, DenseWire::kFloat16, out);
 }
 
 void Fp16Compressor::encode(const BucketView& bucket, const ExchangePlan& /*plan*/, int world_size,
@@ -20,8 +21,7 @@ void Fp16Compressor::encode(const BucketView& bucket, const ExchangePlan& /*plan
   float chunk[kChunk];
   for (std::size_t i = 0; i < bucket.numel; i += kChunk) {
     const std::size_t m = std::min(kChunk, bucket.numel - i);
-    std::copy(bucket.data + i, bucket.data + i + m, chunk);
-    kernels::scale(chunk, inv, m, Device::kHost);
+    for (std::size_t j = 0; j < m; ++j) chunk[j] = bucket.data[i + j] * inv;
     kernels::cast_fp32_to_fp16(chunk, out.f16 + i, m, Device::kHost);
   }
 }

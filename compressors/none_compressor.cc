@@ -6,16 +6,15 @@
 
 namespace gw::compressors {
 
-ExchangePlan all_dense_plan(const BucketView& bucket, DenseWire wire) {
-  ExchangePlan plan;
-  plan.dense_wire = wire;
-  plan.dense.reserve(bucket.tensors.size());
-  for (std::size_t pos = 0; pos < bucket.tensors.size(); ++pos) plan.dense.push_back(pos);
-  return plan;
+void all_dense_plan(const BucketView& bucket, DenseWire wire, ExchangePlan& out) {
+  out.clear();
+  out.dense_wire = wire;
+  for (std::size_t pos = 0; pos < bucket.tensors.size(); ++pos) out.dense.push_back(pos);
 }
 
-ExchangePlan NoneCompressor::plan(const BucketView& bucket, int /*world_size*/) const {
-  return all_dense_plan(bucket, DenseWire::kFloat32);
+void NoneCompressor::plan_into(const BucketView& bucket, int /*world_size*/,
+                               ExchangePlan& out) const {
+  all_dense_plan(bucket, DenseWire::kFloat32, out);
 }
 
 void NoneCompressor::encode(const BucketView& bucket, const ExchangePlan& /*plan*/,

@@ -8,14 +8,14 @@ namespace gw::compressors {
 class NoneCompressor final : public Compressor {
  public:
   std::string name() const override { return "none"; }
-  ExchangePlan plan(const BucketView& bucket, int world_size) const override;
+  void plan_into(const BucketView& bucket, int world_size, ExchangePlan& out) const override;
   void encode(const BucketView& bucket, const ExchangePlan& plan, int world_size,
               const EncodedBucket& out) override;
   void save_state(std::ostream& out) const override;
   void load_state(std::istream& in) override;
 };
 
-// The plan that sends every tensor of `bucket` dense, as `wire`.
-ExchangePlan all_dense_plan(const BucketView& bucket, DenseWire wire);
+// Fills `out` with the plan that sends every tensor of `bucket` dense, as `wire`.
+void all_dense_plan(const BucketView& bucket, DenseWire wire, ExchangePlan& out);
 
 }  // namespace gw::compressors

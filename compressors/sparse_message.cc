@@ -44,6 +44,21 @@ std::size_t max_message_words(const ExchangePlan& plan) {
   return words;
 }
 
+void check_message_sizes(const BucketView& bucket, const ExchangePlan& plan,
+                         const std::vector<std::int64_t>& announced,
+                         std::vector<std::size_t>& words_per_rank) {
+  const std::size_t most = max_message_words(plan);
+  words_per_rank.resize(announced.size());
+  for (std::size_t r = 0; r < announced.size(); ++r) {
+    if (announced[r] < 0 || static_cast<std::uint64_t>(announced[r]) > most) {
+      reject(static_cast<int>(r), bucket,
+             "it announces " + std::to_string(announced[r]) +
+                 " words; this step's plan allows at most " + std::to_string(most));
+    }
+    words_per_rank[r] = static_cast<std::size_t>(announced[r]);
+  }
+}
+
 void validate_sparse_messages(const BucketView& bucket, const ExchangePlan& plan,
                               const std::uint32_t* words,
                               const std::vector<std::size_t>& words_per_rank) {

@@ -40,6 +40,12 @@ class SparseMessageWriter {
 // The most words a message for `plan` can have.
 std::size_t max_message_words(const ExchangePlan& plan);
 
+// Checks the message lengths every rank announced (before anything is received) against the most
+// the plan allows, and writes them to words_per_rank; throws PayloadError naming the sender.
+void check_message_sizes(const BucketView& bucket, const ExchangePlan& plan,
+                         const std::vector<std::int64_t>& announced,
+                         std::vector<std::size_t>& words_per_rank);
+
 // Checks the messages of every rank (rank r's are words[offset_r, offset_r + words_per_rank[r]))
 // against the plan; throws PayloadError naming the first bad sender, the bucket and the tensor.
 void validate_sparse_messages(const BucketView& bucket, const ExchangePlan& plan,

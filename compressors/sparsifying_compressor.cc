@@ -36,8 +36,9 @@ SparsifyingCompressor::SparsifyingCompressor(std::vector<std::size_t> numels,
   }
 }
 
-ExchangePlan SparsifyingCompressor::plan(const BucketView& bucket, int world_size) const {
-  ExchangePlan plan;
+void SparsifyingCompressor::plan_into(const BucketView& bucket, int world_size,
+                                      ExchangePlan& plan) const {
+  plan.clear();
   const bool compressing = schedule_.compressing(step_);
   const double sparsity = compressing ? schedule_.sparsity(step_) : 0.0;
   std::size_t sparse_words = 0, sparse_numel = 0;
@@ -61,7 +62,6 @@ ExchangePlan SparsifyingCompressor::plan(const BucketView& bucket, int world_siz
     plan.k.clear();
     plan.dense_fallback = true;
   }
-  return plan;
 }
 
 std::size_t SparsifyingCompressor::send_top_k(float* acc, std::size_t numel, std::size_t k,

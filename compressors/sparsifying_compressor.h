@@ -39,10 +39,8 @@ class SparsifyingCompressor : public Compressor {
   // 2 (n - 1) / n x 4 N bytes per rank. When n W >= 2 N the dense allreduce moves no more, so the
   // bucket's sparse tensors go dense for this step and the plan says so (dense_fallback). Every
   // input is known before any gradient is (Note [Plans agree across ranks]).
-  ExchangePlan plan(const BucketView& bucket, int world_size) const override;
+  void plan_into(const BucketView& bucket, int world_size, ExchangePlan& out) const override;
 
-  const SparsitySchedule& schedule() const { return schedule_; }
-  const SparsifyOptions& options() const { return options_; }
   // Whether parameter p is ever sparsified (and so keeps an accumulator).
   bool sparsifiable(std::size_t p) const { return numels_[p] >= options_.min_numel; }
 

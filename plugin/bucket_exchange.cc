@@ -4,12 +4,12 @@ namespace gw {
 
 using compressors::DenseWire;
 
-BucketExchangeResult BucketExchange::run(Communicator& comm, compressors::Compressor& compressor,
-                                         const compressors::BucketView& bucket) {
+const compressors::ExchangePlan& BucketExchange::run(Communicator& comm,
+                                                     compressors::Compressor& compressor,
+                                                     const compressors::BucketView& bucket) {
   const int n = comm.size();
-  BucketExchangeResult result;
-  result.plan = compressor.plan(bucket, n);
-  const compressors::ExchangePlan& plan = result.plan;
+  compressor.plan_into(bucket, n, plan_);
+  const compressors::ExchangePlan& plan = plan_;
 
   compressors::EncodedBucket payload;
   for (std::size_t pos : plan.dense) payload.dense_count += bucket.tensors[pos].numel;
@@ -36,36 +36,24 @@ BucketExchangeResult BucketExchange::run(Communicator& comm, compressors::Compre
   }
   if (!plan.sparse.empty()) {
     // Each rank's message length first (it sends at most k pairs per tensor, often fewer).
-    const std::size_t mine = sparse_.words().size();
     const auto un = static_cast<std::size_t>(n);
-    sizes_.assign(un, 0);
-    const auto mine64 = static_cast<std::int64_t>(mine);
-    comm.allgatherv(&mine64, 1, sizes_.data(), std::vector<std::size_t>(un, 1), DataType::kInt64,
-                    TrafficKind::kControl);
-    words_per_rank_.resize(un);
+    const auto mine = static_cast<std::int64_t>(sparse_.words().size());
+    sizes_.resize(un);
+    ones_.assign(un, 1);
+    comm.allgatherv(&mine, 1, sizes_.data(), ones_, DataType::kInt64, TrafficKind::kControl);
+    compressors::check_message_sizes(bucket, plan, sizes_, words_per_rank_);
     std::size_t total = 0;
-    const std::size_t most = compressors::max_message_words(plan);
-    for (std::size_t r = 0; r < un; ++r) {
-      if (sizes_[r] < 0 || static_cast<std::size_t>(sizes_[r]) > most) {
-        throw compressors::PayloadError(
-            "sparse gradient message from rank " + std::to_string(r) + " (bucket " +
-            std::to_string(bucket.index) + ") announces " + std::to_string(sizes_[r]) +
-            " words; this step's plan allows at most " + std::to_string(most));
-      }
-      words_per_rank_[r] = static_cast<std::size_t>(sizes_[r]);
-      total += words_per_rank_[r];
-    }
+    for (std::size_t words : words_per_rank_) total += words;
     if (received_.size() < total) received_.resize(total);
-    comm.allgatherv(sparse_.words().data(), mine, received_.data(), words_per_rank_,
-                    DataType::kInt32, TrafficKind::kGradient);
+    comm.allgatherv(sparse_.words().data(), sparse_.words().size(), received_.data(),
+                    words_per_rank_, DataType::kInt32, TrafficKind::kGradient);
     compressors::validate_sparse_messages(bucket, plan, received_.data(), words_per_rank_);
-    result.sparse_words_sent = mine;
   }
   compressors::decode_dense(bucket, plan, payload);
   if (!plan.sparse.empty()) {
     compressors::accumulate_sparse_messages(bucket, plan, received_.data(), words_per_rank_);
   }
-  return result;
+  return plan;
 }
 
 }  // namespace gw

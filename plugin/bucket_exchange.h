@@ -11,28 +11,26 @@
 
 namespace gw {
 
-// What one bucket's exchange did.
-struct BucketExchangeResult {
-  compressors::ExchangePlan plan;
-  std::size_t sparse_words_sent = 0;  // this rank's sparse message, in 32-bit words
-};
-
 class BucketExchange {
  public:
   // Afterwards bucket.data holds, per tensor, the sum over ranks, except the dense part of an fp16
-  // plan, which holds the average (ExchangePlan::dense_wire). Collective: every rank passes the
-  // same bucket layout at the same step. A malformed sparse message from a peer throws
-  // compressors::PayloadError naming it, on every rank, before the bucket is touched.
-  BucketExchangeResult run(Communicator& comm, compressors::Compressor& compressor,
-                           const compressors::BucketView& bucket);
+  // plan, which holds the average (the fp16 wire pre-divides by the world size). Collective:
+  // every rank passes the same bucket layout at the same step. A malformed sparse message from a
+  // peer throws compressors::PayloadError naming it, on every rank, before the bucket is touched.
+  // Returns the plan that ran (valid until the next call).
+  const compressors::ExchangePlan& run(Communicator& comm, compressors::Compressor& compressor,
+                                       const compressors::BucketView& bucket);
 
  private:
-  // Staging, grown on demand and reused: steady-state steps allocate nothing.
+  // Reused from step to step: once grown, a step allocates only the per-rank count vector that
+  // Communicator::allgatherv takes by value.
+  compressors::ExchangePlan plan_;
   std::vector<float> dense_f32_;
   std::vector<Half> dense_f16_;
   compressors::SparseMessageWriter sparse_;
   std::vector<std::uint32_t> received_;
   std::vector<std::int64_t> sizes_;
+  std::vector<std::size_t> ones_;
   std::vector<std::size_t> words_per_rank_;
 };
 

@@ -32,7 +32,6 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<CountingCommunicator>
   average_ = config_.get_string(config::keys::kGradientReduction) == "average";
   CompressorSettings compression = read_compressor_settings(config_);
   compression.sparsify.dense_fallback = options.sparse_dense_fallback;
-  check_compressor_supports(compression, *inner_);
 
   std::set<std::string> names;
   std::size_t offset = 0;
@@ -136,24 +135,23 @@ void DistributedOptimizer::exchange_gradients() {
   if (steps_ == measure_from_step_ && !synchronized_) {
     bytes_at_warmup_end_ = comm_->counters()[TrafficKind::kGradient].sent_bytes;
   }
-  const BucketExchangeResult r = exchange_.run(*comm_, *compressor_, bucket_);
+  const compressors::ExchangePlan& plan = exchange_.run(*comm_, *compressor_, bucket_);
   const float inv_n = 1.0f / static_cast<float>(comm_->size());
-  const bool average_wire = r.plan.dense_wire == compressors::DenseWire::kFloat16;
-  for (std::size_t pos : r.plan.dense) {
+  const bool average_wire = plan.dense_wire == compressors::DenseWire::kFloat16;
+  for (std::size_t pos : plan.dense) {
     multiplier_[bucket_.tensors[pos].parameter] = average_wire ? inv_n : 1.0f;
   }
-  for (std::size_t pos : r.plan.sparse) multiplier_[bucket_.tensors[pos].parameter] = 1.0f;
-  if (!r.plan.sparse.empty()) ++stats_.sparse_exchanges;
-  if (r.plan.dense_fallback) ++stats_.dense_fallbacks;
-  stats_.sparse_words_sent += r.sparse_words_sent;
+  for (std::size_t pos : plan.sparse) multiplier_[bucket_.tensors[pos].parameter] = 1.0f;
+  if (!plan.sparse.empty()) ++stats_.sparse_exchanges;
+  if (plan.dense_fallback) ++stats_.dense_fallbacks;
   if (debug) {
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     log_.log(LogLevel::kDebug,
              "step %lld: %s exchange of %zu floats took %.3f ms (%zu dense, %zu sparse tensors%s)",
              static_cast<long long>(steps_), compressor_->name().c_str(), flat_gradients_.size(),
-             ms, r.plan.dense.size(), r.plan.sparse.size(),
-             r.plan.dense_fallback ? ", dense fallback" : "");
+             ms, plan.dense.size(), plan.sparse.size(),
+             plan.dense_fallback ? ", dense fallback" : "");
   }
   std::fill(ready_.begin(), ready_.end(), 0);
   ready_count_ = 0;

@@ -53,7 +53,6 @@ struct CompressionStats {
   std::uint64_t dense_bytes_per_step = 0;
   std::int64_t sparse_exchanges = 0;  // bucket exchanges that went sparse
   std::int64_t dense_fallbacks = 0;   // planned sparse, sent dense (Note [When sparse falls...])
-  std::uint64_t sparse_words_sent = 0;
 };
 
 class DistributedOptimizer {
@@ -102,7 +101,6 @@ class DistributedOptimizer {
   void load_state(std::istream& in);
 
   const config::Config& config() const { return config_; }
-  const compressors::Compressor& compressor() const { return *compressor_; }
   const CompressionStats& compression_stats() const { return stats_; }
   Optimizer& inner() { return *inner_; }
   CountingCommunicator& communicator() { return *comm_; }

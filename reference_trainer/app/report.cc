@@ -38,12 +38,9 @@ nlohmann::json compression_json(const std::vector<CompressionStats>& per_rank,
                                 const std::vector<TrafficCounters>& traffic, std::int64_t steps) {
   if (per_rank.empty()) return nlohmann::json::object();
   std::uint64_t after_max = 0, dense_max = 0, sent_max = 0;
-  std::int64_t fallbacks = 0, sparse = 0;
   for (const auto& c : per_rank) {
     after_max = std::max(after_max, c.gradient_bytes_after_warmup);
     dense_max = std::max(dense_max, c.dense_bytes_per_step);
-    fallbacks = std::max(fallbacks, c.dense_fallbacks);
-    sparse = std::max(sparse, c.sparse_exchanges);
   }
   for (const auto& t : traffic) {
     sent_max = std::max(sent_max, t[TrafficKind::kGradient].sent_bytes);
@@ -64,8 +61,8 @@ nlohmann::json compression_json(const std::vector<CompressionStats>& per_rank,
        per_step_after > 0 ? static_cast<double>(dense_max) / per_step_after : 0.0},
       {"compression_ratio_overall",
        sent_max > 0 ? dense_total / static_cast<double>(sent_max) : 0.0},
-      {"sparse_exchanges", sparse},
-      {"dense_fallbacks", fallbacks},
+      {"sparse_exchanges", c0.sparse_exchanges},
+      {"dense_fallbacks", c0.dense_fallbacks},
       {"is",
        "bytes from the busiest rank's gradient counters; dense = what GRADWIRE_COMPRESSOR=none "
        "sends per step (fp32 allreduce of every gradient); ratios are dense / actual"},

@@ -61,6 +61,16 @@ Evaluation evaluate(Model& model, const Dataset& test, Communicator& comm) {
   return Evaluation{sums[1] / sums[2], sums[0] / sums[2]};
 }
 
+// Every rank's `count` figures, rank after rank (control traffic).
+std::vector<std::int64_t> gather_fields(const std::int64_t* mine, std::size_t count,
+                                        Communicator& comm) {
+  const auto n = static_cast<std::size_t>(comm.size());
+  std::vector<std::int64_t> all(count * n);
+  comm.allgatherv(mine, count, all.data(), std::vector<std::size_t>(n, count), DataType::kInt64,
+                  TrafficKind::kControl);
+  return all;
+}
+
 std::vector<TrafficCounters> gather_traffic(CountingCommunicator& comm) {
   // Snapshot first: the gather itself is not part of the run's traffic.
   const TrafficCounters mine = comm.counters();
@@ -71,12 +81,9 @@ std::vector<TrafficCounters> gather_traffic(CountingCommunicator& comm) {
     send[3 * k + 1] = static_cast<std::int64_t>(mine.kinds[k].received_bytes);
     send[3 * k + 2] = static_cast<std::int64_t>(mine.kinds[k].calls);
   }
-  const auto n = static_cast<std::size_t>(comm.size());
-  std::vector<std::int64_t> all(kFields * n);
-  comm.allgatherv(send, kFields, all.data(), std::vector<std::size_t>(n, kFields), DataType::kInt64,
-                  TrafficKind::kControl);
-  std::vector<TrafficCounters> out(n);
-  for (std::size_t r = 0; r < n; ++r) {
+  const std::vector<std::int64_t> all = gather_fields(send, kFields, comm);
+  std::vector<TrafficCounters> out(static_cast<std::size_t>(comm.size()));
+  for (std::size_t r = 0; r < out.size(); ++r) {
     for (int k = 0; k < kNumTrafficKinds; ++k) {
       out[r].kinds[k].sent_bytes = static_cast<std::uint64_t>(all[r * kFields + 3 * k]);
       out[r].kinds[k].received_bytes = static_cast<std::uint64_t>(all[r * kFields + 3 * k + 1]);
@@ -86,29 +93,17 @@ std::vector<TrafficCounters> gather_traffic(CountingCommunicator& comm) {
   return out;
 }
 
+// The byte figures differ by rank; the step and exchange counts are the same on every rank
+// (Note [Plans agree across ranks]), so they are taken from this rank's.
 std::vector<CompressionStats> gather_compression(const CompressionStats& mine, Communicator& comm) {
-  constexpr std::size_t kFields = 7;
-  const std::int64_t send[kFields] = {mine.warmup_end_step,
-                                      mine.steps_after_warmup,
-                                      static_cast<std::int64_t>(mine.gradient_bytes_after_warmup),
-                                      static_cast<std::int64_t>(mine.dense_bytes_per_step),
-                                      mine.sparse_exchanges,
-                                      mine.dense_fallbacks,
-                                      static_cast<std::int64_t>(mine.sparse_words_sent)};
-  const auto n = static_cast<std::size_t>(comm.size());
-  std::vector<std::int64_t> all(kFields * n);
-  comm.allgatherv(send, kFields, all.data(), std::vector<std::size_t>(n, kFields), DataType::kInt64,
-                  TrafficKind::kControl);
-  std::vector<CompressionStats> out(n, mine);
-  for (std::size_t r = 0; r < n; ++r) {
-    const std::int64_t* f = all.data() + r * kFields;
-    out[r].warmup_end_step = f[0];
-    out[r].steps_after_warmup = f[1];
-    out[r].gradient_bytes_after_warmup = static_cast<std::uint64_t>(f[2]);
-    out[r].dense_bytes_per_step = static_cast<std::uint64_t>(f[3]);
-    out[r].sparse_exchanges = f[4];
-    out[r].dense_fallbacks = f[5];
-    out[r].sparse_words_sent = static_cast<std::uint64_t>(f[6]);
+  constexpr std::size_t kFields = 2;
+  const std::int64_t send[kFields] = {static_cast<std::int64_t>(mine.gradient_bytes_after_warmup),
+                                      static_cast<std::int64_t>(mine.dense_bytes_per_step)};
+  const std::vector<std::int64_t> all = gather_fields(send, kFields, comm);
+  std::vector<CompressionStats> out(static_cast<std::size_t>(comm.size()), mine);
+  for (std::size_t r = 0; r < out.size(); ++r) {
+    out[r].gradient_bytes_after_warmup = static_cast<std::uint64_t>(all[r * kFields]);
+    out[r].dense_bytes_per_step = static_cast<std::uint64_t>(all[r * kFields + 1]);
   }
   return out;
 }

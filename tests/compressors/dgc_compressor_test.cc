@@ -68,6 +68,34 @@ TEST(DgcCompressor, MomentumCorrectionErrorFeedbackAndMasking) {
   }
 }
 
+TEST(DgcCompressor, AFallbackAfterSparseStepsSendsTheWholeAccumulator) {
+  // Step 0 sparsifies at 0.99 and leaves most of v behind; step 1 at 0.5 falls back to dense
+  // (4 ranks) and must send v + c whole, unmasked, leaving v at zero.
+  std::vector<float> storage;
+  const BucketView bucket = make_bucket(storage, {4000});
+  DgcOptions o = dgc({0.99, 0.5});
+  o.sparsify.rampup_steps = 2;
+  DgcCompressor c({4000}, o);
+  const auto g0 = normal_values(4000, 1), g1 = normal_values(4000, 2);
+  std::copy(g0.begin(), g0.end(), storage.begin());
+  c.begin_step(0);
+  ASSERT_EQ(encode_copy(c, bucket, 4).plan.sparse.size(), 1u);
+  const std::vector<float> u0 = c.momentum(0), v0 = c.accumulator(0);
+  std::copy(g1.begin(), g1.end(), storage.begin());
+  c.begin_step(1);
+  const auto e = encode_copy(c, bucket, 4);
+  ASSERT_TRUE(e.plan.dense_fallback);
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < 4000; ++i) {
+    const float u1 = 0.9f * u0[i] + g1[i];
+    kept += v0[i] != 0.0f;
+    ASSERT_EQ(c.momentum(0)[i], u1) << i;
+    ASSERT_EQ(e.dense[i], u1 + v0[i]) << i;
+    ASSERT_EQ(c.accumulator(0)[i], 0.0f) << i;
+  }
+  EXPECT_GT(kept, 3900u);  // the residual really was there
+}
+
 TEST(DgcCompressor, WithoutMaskingMomentumSurvivesSending) {
   std::vector<float> storage;
   const BucketView bucket = make_bucket(storage, {1000});

@@ -44,6 +44,8 @@ TEST(TopkCompressor, FallsBackToDenseWhenTheSparseExchangeMovesMoreBytes) {
                                                   {0.9375, 4, false},  // 4 (1 + 200) < 3200
                                                   {0.9375, 16, true},  // 16 (1 + 200) >= 3200
                                                   {0.0, 2, true},
+                                                  // a tie: 128 (1 + 2 x 12) == 3200 goes dense
+                                                  {0.9925, 128, true},
                                                   {0.5, 1, false}}) {
     TopkCompressor c({1600}, options({sparsity}));
     const ExchangePlan plan = c.plan(bucket, world);
@@ -59,11 +61,12 @@ TEST(TopkCompressor, FallsBackToDenseWhenTheSparseExchangeMovesMoreBytes) {
 
 TEST(TopkCompressor, ConservesMassEveryParameterEveryStep) {
   // sent + residual == accumulated, bit for bit, for every element of every parameter, through
-  // the warm-up's dense steps, several sparsities and a fallback.
+  // the warm-up's dense steps, several sparsities and a fallback that follows sparse steps (so the
+  // residual it must send whole is not zero).
   const std::vector<std::size_t> numels = {40, 3000, 7, 5000};
   std::vector<float> storage;
   const BucketView bucket = make_bucket(storage, numels);
-  SparsifyOptions o = options({0.5, 0.9, 0.99}, 100);
+  SparsifyOptions o = options({0.9, 0.5, 0.99}, 100);
   o.rampup_begin_step = 2;
   o.rampup_steps = 6;
   TopkCompressor c(numels, o);
@@ -115,7 +118,7 @@ TEST(TopkCompressor, ConservesMassEveryParameterEveryStep) {
     }
   }
   EXPECT_EQ(dense_steps, 2);     // before the begin step
-  EXPECT_EQ(fallback_steps, 2);  // sparsity 0.5 at 4 ranks
+  EXPECT_EQ(fallback_steps, 2);  // sparsity 0.5 at 4 ranks, steps 4 and 5
   EXPECT_EQ(sparse_steps, 10);
 }
 

@@ -2,12 +2,13 @@
 // Checks figures in a JSON report (gradwire_train's or a benchmark's) and prints each one, so a
 // test asserts on what the report says.
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
+
+#include "report_file.h"
 
 namespace {
 
@@ -41,18 +42,8 @@ int main(int argc, char** argv) {
   app.add_option("--min", mins, "/json/pointer=value: the figure must be at least value");
   app.add_option("--max", maxs, "/json/pointer=value: the figure must be at most value");
   CLI11_PARSE(app, argc, argv);
-  std::ifstream in(path);
-  if (!in) {
-    std::fprintf(stderr, "cannot read report '%s'\n", path.c_str());
-    return 2;
-  }
   nlohmann::json report;
-  try {
-    report = nlohmann::json::parse(in);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "report '%s' is not JSON: %s\n", path.c_str(), e.what());
-    return 2;
-  }
+  if (!load_report(path, &report)) return 2;
   bool ok = true;
   for (const auto& m : mins) ok = check(report, m, true) && ok;
   for (const auto& m : maxs) ok = check(report, m, false) && ok;

@@ -8,29 +8,15 @@
 // comparison. Every figure and verdict is printed, so the test log shows the measured values.
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-namespace {
+#include "report_file.h"
 
-bool load(const std::string& path, nlohmann::json* out) {
-  std::ifstream in(path);
-  if (!in) {
-    std::fprintf(stderr, "cannot read report '%s'\n", path.c_str());
-    return false;
-  }
-  try {
-    *out = nlohmann::json::parse(in);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "report '%s' is not JSON: %s\n", path.c_str(), e.what());
-    return false;
-  }
-  return true;
-}
+namespace {
 
 using Reports = std::vector<nlohmann::json>;
 
@@ -39,7 +25,7 @@ bool load_all(const std::string& paths, Reports* out) {
   while (start <= paths.size()) {
     const std::size_t comma = std::min(paths.find(',', start), paths.size());
     nlohmann::json r;
-    if (!load(paths.substr(start, comma - start), &r)) return false;
+    if (!load_report(paths.substr(start, comma - start), &r)) return false;
     out->push_back(std::move(r));
     start = comma + 1;
   }

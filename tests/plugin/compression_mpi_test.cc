@@ -222,6 +222,7 @@ TEST(Compression, SaveThenLoadContinuesBitIdentically) {
   }
   std::stringstream state;
   a.save_state(state);
+  const std::string at_step_six = state.str();
   Model resumed = through;
   for (int step = 6; step < 12; ++step) {
     through.gradients(a, comm->rank(), step);
@@ -236,6 +237,16 @@ TEST(Compression, SaveThenLoadContinuesBitIdentically) {
   }
   EXPECT_EQ(resumed.big, through.big);
   EXPECT_EQ(resumed.small, through.small);
+  // A stream whose compressor part loads but whose optimizer part is cut short changes nothing:
+  // the compressor's state is rolled back too.
+  std::stringstream cut(at_step_six.substr(0, at_step_six.size() - 4));
+  std::stringstream before;
+  b.save_state(before);
+  ASSERT_TRUE(before.str() != at_step_six);  // b has moved on: a rollback is observable
+  EXPECT_THROW(b.load_state(cut), std::runtime_error);
+  std::stringstream after;
+  b.save_state(after);
+  EXPECT_TRUE(after.str() == before.str()) << "a failed load changed the state";
   // A state from another compressor is refused, and leaves the optimizer usable.
   std::stringstream other;
   DistributedOptimizer none(comm, momentum_sgd(), Model().specs(), settings({}));

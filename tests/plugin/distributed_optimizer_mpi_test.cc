@@ -133,6 +133,12 @@ TEST(DistributedOptimizer, AScaleAcceptingOptimizerGetsTheSumAndOneOverN) {
   for (std::size_t i = 0; i < 5; ++i) opt.gradient(0)[i] = static_cast<float>(f.comm->rank() + 1);
   opt.synchronize_gradients();
   EXPECT_EQ(opt.gradient(0)[0], (n + 1) / 2.0f);
+  // The next step() uses those averages as they are, without a second exchange.
+  const auto calls = f.comm->counters()[TrafficKind::kGradient].calls;
+  opt.step();
+  EXPECT_EQ(f.comm->counters()[TrafficKind::kGradient].calls, calls);
+  EXPECT_EQ(f.inner->seen[0][0], (n + 1) / 2.0f);
+  EXPECT_EQ(f.inner->scales, std::vector<float>(2, 1.0f));
 }
 
 TEST(DistributedOptimizer, SumReductionLeavesTheSum) {
