@@ -6,7 +6,8 @@ using compressors::DenseWire;
 
 const compressors::ExchangePlan& BucketExchange::run(Communicator& comm,
                                                      compressors::Compressor& compressor,
-                                                     const compressors::BucketView& bucket) {
+                                                     const compressors::BucketView& bucket,
+                                                     TrafficKind kind) {
   const int n = comm.size();
   compressor.plan_into(bucket, n, plan_);
   const compressors::ExchangePlan& plan = plan_;
@@ -32,7 +33,7 @@ const compressors::ExchangePlan& BucketExchange::run(Communicator& comm,
     const bool half = plan.dense_wire == DenseWire::kFloat16;
     comm.allreduce(half ? static_cast<void*>(payload.f16) : static_cast<void*>(payload.f32),
                    payload.dense_count, half ? DataType::kFloat16 : DataType::kFloat32,
-                   ReduceOp::kSum, TrafficKind::kGradient);
+                   ReduceOp::kSum, kind);
   }
   if (!plan.sparse.empty()) {
     // Each rank's message length first (it sends at most k pairs per tensor, often fewer).
@@ -46,7 +47,7 @@ const compressors::ExchangePlan& BucketExchange::run(Communicator& comm,
     for (std::size_t words : words_per_rank_) total += words;
     if (received_.size() < total) received_.resize(total);
     comm.allgatherv(sparse_.words().data(), sparse_.words().size(), received_.data(),
-                    words_per_rank_, DataType::kInt32, TrafficKind::kGradient);
+                    words_per_rank_, DataType::kInt32, kind);
     compressors::validate_sparse_messages(bucket, plan, received_.data(), words_per_rank_);
   }
   compressors::decode_dense(bucket, plan, payload);

@@ -17,9 +17,12 @@ class BucketExchange {
   // plan, which holds the average (the fp16 wire pre-divides by the world size). Collective:
   // every rank passes the same bucket layout at the same step. A malformed sparse message from a
   // peer throws compressors::PayloadError naming it, on every rank, before the bucket is touched.
-  // Returns the plan that ran (valid until the next call).
+  // `kind` is what the counters charge the bucket's payload to: gradients, or parameters when local
+  // SGD averages them through the same path. Returns the plan that ran (valid until the next
+  // call).
   const compressors::ExchangePlan& run(Communicator& comm, compressors::Compressor& compressor,
-                                       const compressors::BucketView& bucket);
+                                       const compressors::BucketView& bucket,
+                                       TrafficKind kind = TrafficKind::kGradient);
 
  private:
   // Reused from step to step: once grown, a step allocates only the per-rank count vector that

@@ -9,6 +9,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "compressors/fp16_compressor.h"
+#include "compressors/none_compressor.h"
 #include "kernels/elementwise.h"
 #include "plugin/compressor_factory.h"
 #include "plugin/config/params.h"
@@ -22,7 +24,8 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<CountingCommunicator>
     : comm_(std::move(comm)),
       inner_(std::move(inner)),
       config_(std::move(options.config)),
-      log_(LogLevel::kInfo, 0) {
+      log_(LogLevel::kInfo, 0),
+      policy_(sync_policies::SyncOptions{}) {
   // Everything local is validated before the first collective.
   if (options.read_environment) config_.apply_process_environment();
   if (!comm_) throw std::invalid_argument("DistributedOptimizer: communicator is null");
@@ -32,6 +35,12 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<CountingCommunicator>
   average_ = config_.get_string(config::keys::kGradientReduction) == "average";
   CompressorSettings compression = read_compressor_settings(config_);
   compression.sparsify.dense_fallback = options.sparse_dense_fallback;
+  const SyncSettings sync = read_sync_settings(config_);
+  check_sync_supports(sync, *inner_);
+  policy_ = sync_policies::SyncPolicy(sync.policy);
+  average_state_ = sync.average_state;
+  delta_wire_ = compression.name == "fp16";
+  sync_stats_.policy = policy_.name();
 
   std::set<std::string> names;
   std::size_t offset = 0;
@@ -61,6 +70,14 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<CountingCommunicator>
     bucket_.tensors.push_back({i, p.offset, p.spec.numel});
     numels.push_back(p.spec.numel);
   }
+  parameter_flat_.assign(offset, 0.0f);
+  parameter_bucket_ = bucket_;
+  parameter_bucket_.data = parameter_flat_.data();
+  if (delta_wire_) {
+    parameter_compressor_ = std::make_unique<compressors::Fp16Compressor>();
+  } else {
+    parameter_compressor_ = std::make_unique<compressors::NoneCompressor>();
+  }
   compressor_ = make_compressor(compression, std::move(numels), *inner_);
   stats_.compressor = compressor_->name();
   stats_.warmup_end_step = compressor_->warmup_end_step();
@@ -73,10 +90,10 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<CountingCommunicator>
   if (comm_->rank() == 0) {
     log_.log(LogLevel::kInfo,
              "%zu parameters (%zu floats, %.2f MB) in one flat gradient buffer; %d ranks; "
-             "inner optimizer %s; compressor %s; gradients %s over ranks",
+             "inner optimizer %s; compressor %s; gradients %s over ranks; sync %s",
              params_.size(), flat_gradients_.size(), flat_gradients_.size() * 4 / 1e6,
              comm_->size(), inner_->name().c_str(), compressor_->name().c_str(),
-             average_ ? "averaged" : "summed");
+             average_ ? "averaged" : "summed", policy_.name().c_str());
   }
 }
 
@@ -119,7 +136,7 @@ void DistributedOptimizer::gradient_ready(std::size_t i) {
   ++ready_count_;
 }
 
-void DistributedOptimizer::exchange_gradients() {
+void DistributedOptimizer::take_ready_marks() {
   if (ready_count_ != 0 && ready_count_ != params_.size()) {
     std::string missing;
     for (std::size_t i = 0; i < params_.size(); ++i) {
@@ -128,6 +145,12 @@ void DistributedOptimizer::exchange_gradients() {
     throw std::logic_error("step " + std::to_string(steps_) +
                            ": gradient_ready was not called for: " + missing);
   }
+  std::fill(ready_.begin(), ready_.end(), 0);
+  ready_count_ = 0;
+}
+
+void DistributedOptimizer::exchange_gradients() {
+  take_ready_marks();
   const bool debug = log_.enabled(LogLevel::kDebug);
   const auto start =
       debug ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
@@ -153,8 +176,7 @@ void DistributedOptimizer::exchange_gradients() {
              ms, plan.dense.size(), plan.sparse.size(),
              plan.dense_fallback ? ", dense fallback" : "");
   }
-  std::fill(ready_.begin(), ready_.end(), 0);
-  ready_count_ = 0;
+  ++sync_stats_.gradient_exchanges;
 }
 
 float DistributedOptimizer::needed_scale(std::size_t i) const {
@@ -164,6 +186,12 @@ float DistributedOptimizer::needed_scale(std::size_t i) const {
 }
 
 void DistributedOptimizer::synchronize_gradients() {
+  if (!policy_.exchanges_gradients(steps_)) {
+    // A local step: the rank's own gradient is what step() uses, unscaled.
+    take_ready_marks();
+    synchronized_ = true;
+    return;
+  }
   exchange_gradients();
   for (std::size_t i = 0; i < params_.size(); ++i) {
     const float scale = needed_scale(i);
@@ -176,35 +204,219 @@ void DistributedOptimizer::synchronize_gradients() {
   synchronized_ = true;
 }
 
-void DistributedOptimizer::step() {
-  if (!synchronized_) {
-    if (inner_->accepts_gradient_scale()) {
-      exchange_gradients();
-    } else {
-      synchronize_gradients();
-    }
+void DistributedOptimizer::report_loss(double loss) {
+  if (loss_reported_) {
+    throw std::logic_error("report_loss: called twice in step " + std::to_string(steps_));
   }
-  for (std::size_t i = 0; i < views_.size(); ++i) views_[i].grad_scale = needed_scale(i);
-  inner_->step(views_);
-  synchronized_ = false;
-  ++steps_;
-  if (steps_ > measure_from_step_) {
-    stats_.steps_after_warmup = steps_ - measure_from_step_;
-    stats_.gradient_bytes_after_warmup =
-        comm_->counters()[TrafficKind::kGradient].sent_bytes - bytes_at_warmup_end_;
+  loss_reported_ = true;
+  // The loss of a period counts from the switch to local steps on.
+  if (steps_ >= policy_.options().begin_step) {
+    loss_sum_ += loss;
+    ++loss_count_;
   }
 }
 
+void DistributedOptimizer::step() {
+  const bool local = !policy_.exchanges_gradients(steps_);
+  if (policy_.needs_loss() && steps_ >= policy_.options().begin_step && !loss_reported_) {
+    throw std::logic_error(std::string(config::keys::kSync) + "=" + policy_.name() +
+                           " adapts its period to the training loss: call report_loss(loss) "
+                           "before step() (missing at step " + std::to_string(steps_) + ")");
+  }
+  if (local) {
+    if (!synchronized_) take_ready_marks();
+    if (steps_ == measure_from_step_) {
+      bytes_at_warmup_end_ = comm_->counters()[TrafficKind::kGradient].sent_bytes;
+    }
+    if (delta_wire_ && !anchor_valid_) {
+      // The first local step after synchronous ones (or the start): every rank holds the same
+      // parameters, which the first fp16 delta is taken from.
+      anchor_.resize(parameter_flat_.size());
+      for (const auto& p : params_) {
+        std::memcpy(anchor_.data() + p.offset, p.spec.value, p.spec.numel * sizeof(float));
+      }
+      anchor_valid_ = true;
+    }
+    for (auto& v : views_) v.grad_scale = 1.0f;
+    ++local_steps_since_average_;
+  } else {
+    if (!synchronized_) {
+      if (inner_->accepts_gradient_scale()) {
+        exchange_gradients();
+      } else {
+        synchronize_gradients();
+      }
+    }
+    for (std::size_t i = 0; i < views_.size(); ++i) views_[i].grad_scale = needed_scale(i);
+    anchor_valid_ = false;  // synchronous steps move every rank's parameters away from it
+  }
+  inner_->step(views_);
+  synchronized_ = false;
+  loss_reported_ = false;
+  if (!local && steps_ >= measure_from_step_) {
+    ++stats_.steps_after_warmup;
+    stats_.gradient_bytes_after_warmup =
+        comm_->counters()[TrafficKind::kGradient].sent_bytes - bytes_at_warmup_end_;
+  }
+  if (policy_.averages_after(steps_)) average_parameters(/*scheduled=*/true);
+  ++steps_;
+}
+
+void DistributedOptimizer::synchronize_parameters() {
+  if (local_steps_since_average_ == 0) return;
+  average_parameters(/*scheduled=*/false);
+}
+
+void DistributedOptimizer::average_parameters(bool scheduled) {
+  const float inv_n = 1.0f / static_cast<float>(comm_->size());
+  float* flat = parameter_flat_.data();
+  for (const auto& p : params_) {
+    if (delta_wire_) {
+      const float* w = p.spec.value;
+      const float* a = anchor_.data() + p.offset;
+      float* d = flat + p.offset;
+      for (std::size_t j = 0; j < p.spec.numel; ++j) d[j] = w[j] - a[j];
+    } else {
+      std::memcpy(flat + p.offset, p.spec.value, p.spec.numel * sizeof(float));
+    }
+  }
+  // fp16 comes back averaged (each rank sends delta / n); fp32 comes back summed.
+  parameter_exchange_.run(*comm_, *parameter_compressor_, parameter_bucket_,
+                          TrafficKind::kParameter);
+  for (const auto& p : params_) {
+    float* w = p.spec.value;
+    const float* avg = flat + p.offset;
+    if (delta_wire_) {
+      float* a = anchor_.data() + p.offset;
+      for (std::size_t j = 0; j < p.spec.numel; ++j) {
+        w[j] = a[j] + avg[j];
+        a[j] = w[j];
+      }
+    } else {
+      for (std::size_t j = 0; j < p.spec.numel; ++j) w[j] = avg[j] * inv_n;
+    }
+  }
+  if (average_state_) average_state();
+
+  AveragingPoint point;
+  // A scheduled point runs inside step() before the count advances; a requested one after it.
+  point.step = scheduled ? steps_ : steps_ - 1;
+  point.local_steps = local_steps_since_average_;
+  point.k = policy_.period();
+  point.requested = !scheduled;
+  if (scheduled) {
+    double loss = 0.0;
+    if (policy_.needs_loss()) {
+      double sums[2] = {loss_sum_, static_cast<double>(loss_count_)};
+      comm_->allreduce(sums, 2, DataType::kFloat64, ReduceOp::kSum, TrafficKind::kControl);
+      loss = sums[0] / sums[1];
+      point.has_loss = true;
+      point.loss = loss;
+    }
+    policy_.averaged(steps_, loss, inner_->learning_rate());
+    loss_sum_ = 0.0;
+    loss_count_ = 0;
+  }
+  point.next_k = policy_.period();
+  sync_stats_.points.push_back(point);
+  ++sync_stats_.parameter_exchanges;
+  local_steps_since_average_ = 0;
+  if (log_.enabled(LogLevel::kDebug)) {
+    log_.log(LogLevel::kDebug, "step %lld: %s parameter averaging after %lld local steps%s",
+             static_cast<long long>(steps_), scheduled ? "scheduled" : "requested",
+             static_cast<long long>(point.local_steps),
+             point.has_loss ? (", mean loss " + std::to_string(point.loss) + ", next k " +
+                               std::to_string(point.next_k)).c_str()
+                            : "");
+  }
+}
+
+void DistributedOptimizer::average_state() {
+  std::vector<StateBuffer> buffers = *inner_->state_buffers();
+  std::size_t total = 0;
+  for (const auto& b : buffers) total += b.numel;
+  if (state_bucket_.tensors.empty() && total > 0) {
+    // First time: every rank must hold the same layout, or the allreduce would mix arrays.
+    std::int64_t mine[2] = {static_cast<std::int64_t>(buffers.size()),
+                            static_cast<std::int64_t>(total)};
+    std::int64_t high[2] = {mine[0], mine[1]}, low[2] = {mine[0], mine[1]};
+    comm_->allreduce(high, 2, DataType::kInt64, ReduceOp::kMax, TrafficKind::kControl);
+    comm_->allreduce(low, 2, DataType::kInt64, ReduceOp::kMin, TrafficKind::kControl);
+    if (high[0] != low[0] || high[1] != low[1]) {
+      throw std::runtime_error(
+          "GRADWIRE_LOCAL_SGD_AVERAGE_STATE: ranks hold different optimizer state layouts (" +
+          std::to_string(low[0]) + " to " + std::to_string(high[0]) + " arrays, " +
+          std::to_string(low[1]) + " to " + std::to_string(high[1]) + " floats)");
+    }
+    state_flat_.assign(total, 0.0f);
+    std::size_t offset = 0;
+    for (std::size_t i = 0; i < buffers.size(); ++i) {
+      state_bucket_.tensors.push_back({i, offset, buffers[i].numel});
+      offset += buffers[i].numel;
+    }
+    state_bucket_.data = state_flat_.data();
+    state_bucket_.numel = total;
+  }
+  if (total == 0) return;
+  if (total != state_flat_.size() || buffers.size() != state_bucket_.tensors.size()) {
+    throw std::runtime_error("GRADWIRE_LOCAL_SGD_AVERAGE_STATE: " + inner_->name() +
+                             "'s state layout changed during the run");
+  }
+  std::size_t offset = 0;
+  for (const auto& b : buffers) {
+    std::memcpy(state_flat_.data() + offset, b.values, b.numel * sizeof(float));
+    offset += b.numel;
+  }
+  compressors::NoneCompressor fp32;
+  state_exchange_.run(*comm_, fp32, state_bucket_, TrafficKind::kParameter);
+  const float inv_n = 1.0f / static_cast<float>(comm_->size());
+  offset = 0;
+  for (const auto& b : buffers) {
+    const float* sum = state_flat_.data() + offset;
+    for (std::size_t j = 0; j < b.numel; ++j) b.values[j] = sum[j] * inv_n;
+    offset += b.numel;
+  }
+  ++sync_stats_.state_exchanges;
+}
+
 namespace {
-constexpr char kStateMagic[8] = {'G', 'W', 'D', 'O', 'P', 'T', '1', '\0'};
+
+// Note [Optimizer state stream]: the 8-byte magic "GWDOPT2\0", the step count (i64), the
+// compressor's state (Note [Compressor state format]), the inner optimizer's, the sync policy's
+// (Note [Sync policy state format]), then in host byte order this rank's loss sum since the last
+// averaging point (f64) and its count (i64), the local steps since the last averaging (i64), and
+// the fp16 anchor: a flag (u8), its element count (u64) and its floats.
+constexpr char kStateMagic[8] = {'G', 'W', 'D', 'O', 'P', 'T', '2', '\0'};
+
+template <typename T>
+void put(std::ostream& out, T value) {
+  out.write(reinterpret_cast<const char*>(&value), sizeof value);
+}
+
+template <typename T>
+T get(std::istream& in) {
+  T value{};
+  in.read(reinterpret_cast<char*>(&value), sizeof value);
+  if (!in) throw std::runtime_error("DistributedOptimizer::load_state: stream is truncated");
+  return value;
+}
+
 }  // namespace
 
 void DistributedOptimizer::save_state(std::ostream& out) const {
   out.write(kStateMagic, sizeof kStateMagic);
-  const std::int64_t steps = steps_;
-  out.write(reinterpret_cast<const char*>(&steps), sizeof steps);
+  put<std::int64_t>(out, steps_);
   compressor_->save_state(out);
   inner_->save_state(out);
+  policy_.save_state(out);
+  put<double>(out, loss_sum_);
+  put<std::int64_t>(out, loss_count_);
+  put<std::int64_t>(out, local_steps_since_average_);
+  put<std::uint8_t>(out, anchor_valid_ ? 1 : 0);
+  const std::uint64_t anchor_size = anchor_valid_ ? anchor_.size() : 0;
+  put<std::uint64_t>(out, anchor_size);
+  out.write(reinterpret_cast<const char*>(anchor_.data()),
+            static_cast<std::streamsize>(anchor_size * sizeof(float)));
   if (!out) throw std::runtime_error("DistributedOptimizer::save_state: error while writing");
 }
 
@@ -214,20 +426,57 @@ void DistributedOptimizer::load_state(std::istream& in) {
   in.read(magic, sizeof magic);
   in.read(reinterpret_cast<char*>(&steps), sizeof steps);
   if (!in || std::memcmp(magic, kStateMagic, sizeof magic) != 0 || steps < 0) {
-    throw std::runtime_error("DistributedOptimizer::load_state: not a gradwire optimizer state");
+    throw std::runtime_error("DistributedOptimizer::load_state: not a gradwire optimizer state" +
+                             std::string(in && std::memcmp(magic, kStateMagic, 6) == 0
+                                             ? " of this version (format " +
+                                                   std::string(1, magic[6]) + ", expected 2)"
+                                             : ""));
   }
-  // The compressor's load is all-or-nothing, and so is the inner optimizer's; keep a copy so that
-  // a failure in the second leaves the first as it was too.
-  std::stringstream before;
-  compressor_->save_state(before);
-  compressor_->load_state(in);
+  // Each part's load is all-or-nothing; keep copies so that a failure in a later part restores
+  // the earlier ones too.
+  std::stringstream compressor_before, inner_before, policy_before;
+  compressor_->save_state(compressor_before);
+  inner_->save_state(inner_before);
+  policy_.save_state(policy_before);
+  double loss_sum = 0;
+  std::int64_t loss_count = 0, local_steps = 0;
+  bool anchor_valid = false;
+  std::vector<float> anchor;
   try {
+    compressor_->load_state(in);
     inner_->load_state(in);
+    policy_.load_state(in);
+    loss_sum = get<double>(in);
+    loss_count = get<std::int64_t>(in);
+    local_steps = get<std::int64_t>(in);
+    const auto flag = get<std::uint8_t>(in);
+    const auto anchor_size = get<std::uint64_t>(in);
+    anchor_valid = flag == 1;
+    if (flag > 1 || loss_count < 0 || local_steps < 0 ||
+        anchor_size != (anchor_valid ? parameter_flat_.size() : 0)) {
+      throw std::runtime_error(
+          "DistributedOptimizer::load_state: the local SGD state does not fit this layout (anchor "
+          "of " + std::to_string(anchor_size) + " floats, " +
+          std::to_string(parameter_flat_.size()) + " parameters)");
+    }
+    anchor.resize(anchor_size);
+    in.read(reinterpret_cast<char*>(anchor.data()),
+            static_cast<std::streamsize>(anchor_size * sizeof(float)));
+    if (!in) throw std::runtime_error("DistributedOptimizer::load_state: stream is truncated");
   } catch (...) {
-    compressor_->load_state(before);
+    compressor_->load_state(compressor_before);
+    inner_->load_state(inner_before);
+    policy_.load_state(policy_before);
     throw;
   }
   steps_ = steps;
+  loss_sum_ = loss_sum;
+  loss_count_ = loss_count;
+  local_steps_since_average_ = local_steps;
+  anchor_valid_ = anchor_valid;
+  if (anchor_valid_) anchor_.swap(anchor);
+  synchronized_ = false;
+  loss_reported_ = false;
   // Per-step figures of a resumed run start at the resume point.
   measure_from_step_ = std::max(stats_.warmup_end_step, steps_);
   stats_.steps_after_warmup = 0;

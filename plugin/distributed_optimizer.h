@@ -20,6 +20,8 @@
 #include "plugin/config/config.h"
 #include "plugin/logger.h"
 #include "plugin/optimizer.h"
+#include "plugin/sync_settings.h"
+#include "sync_policies/sync_policy.h"
 
 namespace gw {
 
@@ -44,7 +46,8 @@ struct DistributedOptimizerOptions {
 struct CompressionStats {
   std::string compressor;
   std::int64_t warmup_end_step = 0;  // first step at the final sparsity (0: no warm-up)
-  // Steps exchanged from warmup_end_step on (from the resume point, after load_state).
+  // Steps that exchanged gradients from warmup_end_step on (from the resume point, after
+  // load_state); local SGD's local steps are not among them.
   std::int64_t steps_after_warmup = 0;
   // Gradient bytes this rank sent over those steps (communicator counters).
   std::uint64_t gradient_bytes_after_warmup = 0;
@@ -54,6 +57,43 @@ struct CompressionStats {
   std::int64_t sparse_exchanges = 0;  // bucket exchanges that went sparse
   std::int64_t dense_fallbacks = 0;   // planned sparse, sent dense (Note [When sparse falls...])
 };
+
+// One parameter averaging of local SGD.
+struct AveragingPoint {
+  std::int64_t step = 0;         // after this step's update (0-based)
+  std::int64_t local_steps = 0;  // local steps since the previous averaging (or the switch)
+  std::int64_t k = 0;            // the period in force when this point was reached
+  std::int64_t next_k = 0;       // the period from here on (adaptive_local_sgd changes it)
+  bool has_loss = false;         // adaptive_local_sgd: loss is the mean training loss over ranks
+  double loss = 0.0;             // and over the steps since the previous scheduled point
+  bool requested = false;        // synchronize_parameters(), outside the schedule
+};
+
+// What the sync policy did over the run so far (the same on every rank).
+struct SyncStats {
+  std::string policy;
+  std::int64_t gradient_exchanges = 0;   // steps whose gradients were exchanged
+  std::int64_t parameter_exchanges = 0;  // averagings of the parameters (= points.size())
+  std::int64_t state_exchanges = 0;      // averagings of the optimizer state
+  std::vector<AveragingPoint> points;
+};
+
+// Note [Optimizer state under local SGD]
+// Local SGD averages parameters; the inner optimizer's state (momentum, Adam moments) stays each
+// rank's own by default, as in Lin et al.'s local SGD and PyTorch's PostLocalSGDOptimizer. With
+// GRADWIRE_LOCAL_SGD_AVERAGE_STATE=1 every array of Optimizer::state_buffers() is averaged (fp32)
+// at every averaging point as well, which doubles (SGD momentum) or triples (Adam) the bytes of a
+// point. With plain SGD, or any optimizer linear in its gradients and state, k = 1 equals
+// synchronous SGD either way.
+//
+// Note [Parameter averaging wire]
+// Averaging points go through BucketExchange, as gradients do, with the bytes charged to the
+// parameter kind. Under GRADWIRE_COMPRESSOR=none the parameters themselves are summed in fp32 and
+// scaled by 1/n. Under fp16 each rank sends w - anchor, its change since the previous averaging
+// point (the anchor, identical on every rank), which fp16 represents far better than w itself:
+// rounding falls on the small delta, not on the weight. Every rank then sets w = anchor +
+// average(delta) and the anchor to that value. Either way every rank computes the same bits from
+// the same reduced buffer, so after a point all ranks hold identical parameters.
 
 class DistributedOptimizer {
  public:
@@ -83,25 +123,42 @@ class DistributedOptimizer {
   // Averages (or sums, GRADWIRE_GRADIENT_REDUCTION) the gradients over ranks, then runs the inner
   // optimizer on every parameter. With an inner optimizer that accepts a gradient scale, the
   // division by the world size is folded into its step (Note [Who divides by the world size]).
-  // Collective.
+  // Under a local SGD policy (GRADWIRE_SYNC) a local step runs the inner optimizer on this rank's
+  // own gradients, and an averaging point averages the parameters after the update. Collective.
   void step();
 
   // The exchange alone, for programs that want to look at the reduced gradients before stepping:
-  // afterwards gradient(i) holds the average (or the sum), and the next step() uses them without
-  // exchanging again. Collective.
+  // afterwards gradient(i) holds what step() will use, the average (or the sum) over ranks, or on
+  // a local step this rank's own gradient; the next step() uses them without exchanging again.
+  // Collective.
   void synchronize_gradients();
+
+  // This rank's training loss for the current step, before step(). adaptive_local_sgd needs it at
+  // every step from GRADWIRE_LOCAL_SGD_BEGIN_STEP on (step() throws std::logic_error otherwise);
+  // the other policies ignore it. Twice in one step is a std::logic_error.
+  void report_loss(double loss);
+
+  // Makes every rank's parameters (and, with GRADWIRE_LOCAL_SGD_AVERAGE_STATE=1, optimizer state)
+  // the average over ranks now, if a local step ran since the last averaging; otherwise (and
+  // always under every_step) it does nothing. For evaluating or saving the model mid-period. The
+  // policy's schedule is unchanged. Collective.
+  void synchronize_parameters();
 
   // Copies rank 0's parameter values to every rank (traffic kind parameter). Collective.
   void broadcast_parameters();
 
   // The whole state a resumed run needs beside the parameters: the step count, the compressor's
-  // state (residuals, DGC momentum) and the inner optimizer's. load_state throws
-  // std::runtime_error on a stream from another configuration or layout.
+  // state (residuals, DGC momentum), the inner optimizer's, and the sync policy's (schedule,
+  // adaptive reference, the loss since the last averaging point, the fp16 anchor). load_state
+  // throws std::runtime_error on a stream from another configuration or layout, leaving
+  // everything as it was.
   void save_state(std::ostream& out) const;
   void load_state(std::istream& in);
 
   const config::Config& config() const { return config_; }
   const CompressionStats& compression_stats() const { return stats_; }
+  const SyncStats& sync_stats() const { return sync_stats_; }
+  const sync_policies::SyncPolicy& sync_policy() const { return policy_; }
   Optimizer& inner() { return *inner_; }
   CountingCommunicator& communicator() { return *comm_; }
   std::int64_t steps() const { return steps_; }
@@ -119,6 +176,11 @@ class DistributedOptimizer {
   void exchange_gradients();
   // What the inner optimizer must multiply parameter i's gradient by.
   float needed_scale(std::size_t i) const;
+  // Checks the gradient_ready contract for this step and clears the marks.
+  void take_ready_marks();
+  // Averages the parameters (and state) over ranks; `scheduled`: an averaging point of the policy.
+  void average_parameters(bool scheduled);
+  void average_state();
 
   std::shared_ptr<CountingCommunicator> comm_;
   std::unique_ptr<Optimizer> inner_;
@@ -135,6 +197,24 @@ class DistributedOptimizer {
   CompressionStats stats_;
   std::int64_t measure_from_step_ = 0;  // per-step figures count from here
   std::uint64_t bytes_at_warmup_end_ = 0;
+  // Local SGD (Note [Parameter averaging wire]).
+  sync_policies::SyncPolicy policy_;
+  bool average_state_ = false;
+  bool delta_wire_ = false;  // fp16: parameters travel as deltas from anchor_
+  std::unique_ptr<compressors::Compressor> parameter_compressor_;
+  BucketExchange parameter_exchange_;
+  compressors::BucketView parameter_bucket_;
+  std::vector<float> parameter_flat_;
+  std::vector<float> anchor_;
+  bool anchor_valid_ = false;
+  BucketExchange state_exchange_;
+  compressors::BucketView state_bucket_;
+  std::vector<float> state_flat_;
+  std::int64_t local_steps_since_average_ = 0;
+  double loss_sum_ = 0.0;          // this rank's losses since the last scheduled point
+  std::int64_t loss_count_ = 0;
+  bool loss_reported_ = false;     // in the current step
+  SyncStats sync_stats_;
   std::vector<ParameterView> views_;
   std::vector<char> ready_;
   std::size_t ready_count_ = 0;

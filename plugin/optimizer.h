@@ -35,6 +35,12 @@ struct SgdMomentum {
   bool nesterov = false;
 };
 
+// One float array of an optimizer's per-parameter state: a momentum buffer, an Adam moment.
+struct StateBuffer {
+  float* values = nullptr;
+  std::size_t numel = 0;
+};
+
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
@@ -59,6 +65,14 @@ class Optimizer {
   virtual void release_momentum() {
     throw std::logic_error(name() + " has no SGD momentum to release");
   }
+
+  // GRADWIRE_LOCAL_SGD_AVERAGE_STATE=1 averages these arrays over ranks at every averaging point
+  // of local SGD (Note [Optimizer state under local SGD] in plugin/distributed_optimizer.h). An
+  // optimizer returns every float array of its state, in the same order on every rank (empty
+  // before state exists, e.g. before the first step, or when it keeps none); nullopt means it does
+  // not expose its state, and gradwire refuses that setting with a configuration error. Scalars
+  // that are the same on every rank (a step count) need not be listed.
+  virtual std::optional<std::vector<StateBuffer>> state_buffers() { return std::nullopt; }
 
   virtual double learning_rate() const = 0;
   virtual void set_learning_rate(double lr) = 0;

@@ -11,6 +11,7 @@
 #include "plugin/comm/mpi/mpi_runtime.h"
 #include "plugin/compressor_factory.h"
 #include "plugin/config/params.h"
+#include "plugin/sync_settings.h"
 #include "reference_trainer/app/command_line.h"
 #include "reference_trainer/app/report.h"
 #include "reference_trainer/app/trainer.h"
@@ -46,9 +47,11 @@ int main(int argc, char** argv) {
       return 0;
     }
 
-    // Compressor settings and their fit with the optimizer (dgc needs SGD), before MPI starts.
-    gw::check_compressor_supports(gw::read_compressor_settings(config),
-                                  *gw::trainer::make_optimizer(*options));
+    // Compressor and sync settings and their fit with the optimizer (dgc needs SGD), before MPI
+    // starts.
+    const auto probe = gw::trainer::make_optimizer(*options);
+    gw::check_compressor_supports(gw::read_compressor_settings(config), *probe);
+    gw::check_sync_supports(gw::read_sync_settings(config), *probe);
 
     gw::trainer::FashionMnist data = gw::trainer::load_fashion_mnist(options->data_dir);
     if (options->train_subset > 0) {

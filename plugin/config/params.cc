@@ -98,11 +98,66 @@ Registry make_registry() {
     ParamSpec p;
     p.key = keys::kSync;
     p.type = ParamType::kEnum;
-    p.choices = {"every_step"};
+    p.choices = {"every_step", "local_sgd", "post_local_sgd", "adaptive_local_sgd"};
     p.default_text = "every_step";
     p.description =
-        "When ranks exchange; every_step averages gradients at every step "
-        "(synchronous SGD).";
+        "When ranks exchange: every_step averages gradients at every step (synchronous SGD); "
+        "local_sgd steps locally and averages parameters every GRADWIRE_LOCAL_SGD_K steps; "
+        "post_local_sgd is synchronous until GRADWIRE_LOCAL_SGD_BEGIN_STEP, then local_sgd; "
+        "adaptive_local_sgd chooses each period from the training loss and learning rate "
+        "(AdaComm).";
+    r.add(p);
+  }
+  {
+    ParamSpec p;
+    p.key = keys::kLocalSgdK;
+    p.type = ParamType::kInt;
+    p.default_text = "4";
+    p.min = 1;
+    p.max = 1000000;
+    p.description = "local_sgd, post_local_sgd: local steps between two parameter averagings.";
+    r.add(p);
+  }
+  {
+    ParamSpec p;
+    p.key = keys::kLocalSgdBeginStep;
+    p.type = ParamType::kInt;
+    p.default_text = "0";
+    p.min = 0;
+    p.max = 4294967295;
+    p.description =
+        "post_local_sgd (required, >= 1), adaptive_local_sgd: first local step; earlier steps "
+        "average gradients (synchronous SGD).";
+    r.add(p);
+  }
+  {
+    ParamSpec p;
+    p.key = keys::kAdaptiveInitK;
+    p.type = ParamType::kInt;
+    p.default_text = "4";
+    p.min = 1;
+    p.max = 1000000;
+    p.description = "adaptive_local_sgd: k_0, the first period (local steps between averagings).";
+    r.add(p);
+  }
+  {
+    ParamSpec p;
+    p.key = keys::kAdaptiveMaxK;
+    p.type = ParamType::kInt;
+    p.default_text = "16";
+    p.min = 1;
+    p.max = 1000000;
+    p.description = "adaptive_local_sgd: k_max, the longest period.";
+    r.add(p);
+  }
+  {
+    ParamSpec p;
+    p.key = keys::kLocalSgdAverageState;
+    p.type = ParamType::kBool;
+    p.default_text = "0";
+    p.description =
+        "Local SGD policies: also average the inner optimizer's state (momentum, Adam moments) "
+        "at every averaging point; 0 keeps it local.";
     r.add(p);
   }
   {

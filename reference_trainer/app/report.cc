@@ -69,6 +69,55 @@ nlohmann::json compression_json(const std::vector<CompressionStats>& per_rank,
   };
 }
 
+// Gradient plus parameter bytes of the busiest rank: what a run exchanged to train the model
+// (control traffic, evaluation sums and the like, is left out).
+std::uint64_t exchange_bytes_max_rank(const std::vector<TrafficCounters>& traffic) {
+  std::uint64_t out = 0;
+  for (const auto& t : traffic) {
+    out = std::max(out, t[TrafficKind::kGradient].sent_bytes + t[TrafficKind::kParameter].sent_bytes);
+  }
+  return out;
+}
+
+nlohmann::json sync_json(const SyncStats& sync, const std::vector<CompressionStats>& compression,
+                         const std::vector<TrafficCounters>& traffic, std::int64_t steps) {
+  std::uint64_t dense = 0;
+  for (const auto& c : compression) dense = std::max(dense, c.dense_bytes_per_step);
+  const double exchanged = static_cast<double>(exchange_bytes_max_rank(traffic));
+  const double dense_total = static_cast<double>(dense) * static_cast<double>(steps);
+  nlohmann::json points = nlohmann::json::array();
+  std::int64_t scheduled = 0;
+  for (const auto& p : sync.points) {
+    nlohmann::json point = {{"step", p.step},
+                            {"local_steps", p.local_steps},
+                            {"k", p.k},
+                            {"next_k", p.next_k},
+                            {"requested", p.requested}};
+    if (p.has_loss) point["loss"] = p.loss;
+    if (!p.requested) ++scheduled;
+    points.push_back(std::move(point));
+  }
+  return {
+      {"policy", sync.policy},
+      {"gradient_exchanges", sync.gradient_exchanges},
+      {"parameter_exchanges", sync.parameter_exchanges},
+      {"scheduled_averaging_points", scheduled},
+      {"requested_averaging_points", sync.parameter_exchanges - scheduled},
+      {"state_exchanges", sync.state_exchanges},
+      {"exchange_bytes_per_step",
+       steps > 0 ? exchanged / static_cast<double>(steps) : 0.0},
+      {"traffic_ratio_vs_dense", exchanged > 0 ? dense_total / exchanged : 0.0},
+      {"averaging_points", points},
+      {"is",
+       "exchanges counted by the optimizer (the same on every rank); averaging_points lists each "
+       "parameter averaging: the step after whose update it ran, the local steps before it, k (the "
+       "period in force), next_k (the period from there), the mean training loss "
+       "(adaptive_local_sgd), and whether the program requested it (synchronize_parameters before "
+       "evaluation) rather than the schedule; bytes are the busiest rank's gradient + parameter "
+       "bytes, against GRADWIRE_COMPRESSOR=none's fp32 gradient allreduce at every step"},
+  };
+}
+
 }  // namespace
 
 nlohmann::json make_report(const TrainerOptions& options, const config::Config& config,
@@ -87,7 +136,8 @@ nlohmann::json make_report(const TrainerOptions& options, const config::Config& 
                       {"wall_seconds", e.wall_seconds},
                       {"train_seconds", e.train_seconds},
                       {"samples", e.samples},
-                      {"gradient_bytes_sent", e.gradient_bytes_sent}});
+                      {"gradient_bytes_sent", e.gradient_bytes_sent},
+                      {"parameter_bytes_sent", e.parameter_bytes_sent}});
   }
   nlohmann::json traffic = traffic_json(result.traffic_per_rank, result.steps);
   const double samples_per_second =
@@ -119,9 +169,17 @@ nlohmann::json make_report(const TrainerOptions& options, const config::Config& 
        "(evaluation excluded)"},
       {"gradient_bytes_per_step",
        traffic["gradient"]["sent_bytes_per_step_max_rank"].get<double>()},
+      {"exchange_bytes_per_step",
+       result.steps > 0 ? static_cast<double>(exchange_bytes_max_rank(result.traffic_per_rank)) /
+                              static_cast<double>(result.steps)
+                        : 0.0},
+      {"exchange_bytes_is",
+       "gradient + parameter bytes sent by the busiest rank over the run, per step"},
       {"traffic", traffic},
       {"compression",
        compression_json(result.compression_per_rank, result.traffic_per_rank, result.steps)},
+      {"sync", sync_json(result.sync, result.compression_per_rank, result.traffic_per_rank,
+                         result.steps)},
       {"traffic_is",
        "bytes per rank from gradwire's communicator counters (see Note [What the counters "
        "count] in plugin/comm/counting_communicator.h)"},
@@ -161,8 +219,24 @@ std::string summary_text(const nlohmann::json& r) {
   std::snprintf(line, sizeof line, "%-28s %.3f MB\n", "gradient bytes per step",
                 r["gradient_bytes_per_step"].get<double>() / mb);
   out << line;
+  std::snprintf(line, sizeof line, "%-28s %.3f MB (gradients + parameters)\n",
+                "exchange bytes per step", r["exchange_bytes_per_step"].get<double>() / mb);
+  out << line;
+  const auto& sync = r["sync"];
+  if (sync["policy"] != "every_step") {
+    std::snprintf(line, sizeof line,
+                  "%-28s %s: %lld gradient exchanges, %lld parameter averagings (%lld requested); "
+                  "%.1fx fewer bytes than dense\n",
+                  "sync", sync["policy"].get<std::string>().c_str(),
+                  static_cast<long long>(sync["gradient_exchanges"].get<std::int64_t>()),
+                  static_cast<long long>(sync["parameter_exchanges"].get<std::int64_t>()),
+                  static_cast<long long>(sync["requested_averaging_points"].get<std::int64_t>()),
+                  sync["traffic_ratio_vs_dense"].get<double>());
+    out << line;
+  }
   const auto& c = r["compression"];
-  if (c.contains("compressor") && c["compressor"] != "none") {
+  if (c.contains("compressor") && c["compressor"] != "none" &&
+      c["steps_after_warmup"].get<std::int64_t>() > 0) {
     std::snprintf(line, sizeof line,
                   "%-28s %s: %.4f MB/step after warm-up (step %lld on), %.1fx less than dense; "
                   "%.1fx over the run; %lld dense fallbacks\n",

@@ -153,7 +153,7 @@ TrainResult train(const TrainerOptions& options, const config::Config& config,
   for (int epoch = 1; epoch <= options.epochs && !reached_max_steps(); ++epoch) {
     EpochResult e;
     e.epoch = epoch;
-    const std::uint64_t gradient_bytes_before = comm->counters()[TrafficKind::kGradient].sent_bytes;
+    const TrafficCounters before = comm->counters();
     const double epoch_start = synchronized_now(*comm);
     double loss_sum = 0;
     std::size_t steps_done = 0;
@@ -161,13 +161,18 @@ TrainResult train(const TrainerOptions& options, const config::Config& config,
       if (reached_max_steps()) break;
       sharder.batch(static_cast<std::uint64_t>(epoch - 1), step, indices);
       gather(data.train, indices, images, labels);
-      loss_sum += model->forward_backward(images.data(), labels.data(), indices.size(), on_ready);
+      const double loss =
+          model->forward_backward(images.data(), labels.data(), indices.size(), on_ready);
+      loss_sum += loss;
+      optimizer.report_loss(loss);
       optimizer.step();
       ++result.steps;
       ++steps_done;
       progress.update(epoch, options.epochs, step + 1, steps_per_epoch, loss_sum / steps_done);
     }
     progress.finish();
+    // Under local SGD, evaluate the average model (a no-op when the ranks are in step).
+    optimizer.synchronize_parameters();
     const double train_end = synchronized_now(*comm);
     // The epoch's training loss, averaged over steps and ranks.
     double loss_and_steps[2] = {loss_sum, static_cast<double>(steps_done)};
@@ -181,17 +186,22 @@ TrainResult train(const TrainerOptions& options, const config::Config& config,
     e.train_seconds = train_end - epoch_start;
     e.wall_seconds = epoch_end - epoch_start;
     e.samples = static_cast<std::uint64_t>(steps_done) * sharder.global_batch();
-    e.gradient_bytes_sent =
-        comm->counters()[TrafficKind::kGradient].sent_bytes - gradient_bytes_before;
+    const TrafficCounters after = comm->counters();
+    e.gradient_bytes_sent = after[TrafficKind::kGradient].sent_bytes -
+                            before[TrafficKind::kGradient].sent_bytes;
+    e.parameter_bytes_sent = after[TrafficKind::kParameter].sent_bytes -
+                             before[TrafficKind::kParameter].sent_bytes;
     result.train_seconds += e.train_seconds;
     result.samples += e.samples;
     result.epochs.push_back(e);
     if (is_root) {
       std::printf(
-          "epoch %d/%d  loss %.4f  test_acc %.4f  samples/s %.0f  grad MB sent %.1f  (%.1f s)\n",
+          "epoch %d/%d  loss %.4f  test_acc %.4f  samples/s %.0f  grad MB sent %.1f  "
+          "param MB sent %.1f  (%.1f s)\n",
           epoch, options.epochs, e.loss, e.test_accuracy,
           e.train_seconds > 0 ? static_cast<double>(e.samples) / e.train_seconds : 0.0,
-          static_cast<double>(e.gradient_bytes_sent) / 1e6, e.wall_seconds);
+          static_cast<double>(e.gradient_bytes_sent) / 1e6,
+          static_cast<double>(e.parameter_bytes_sent) / 1e6, e.wall_seconds);
       std::fflush(stdout);
     }
   }
@@ -199,6 +209,7 @@ TrainResult train(const TrainerOptions& options, const config::Config& config,
   result.final_test_accuracy = result.epochs.empty() ? 0.0 : result.epochs.back().test_accuracy;
   result.traffic_per_rank = gather_traffic(*comm);
   result.compression_per_rank = gather_compression(optimizer.compression_stats(), *comm);
+  result.sync = optimizer.sync_stats();
   if (is_root) {
     result.final_parameters.reserve(model->num_parameters());
     for (const auto& p : model->parameters()) {

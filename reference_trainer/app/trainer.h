@@ -23,7 +23,8 @@ struct EpochResult {
   double wall_seconds = 0;                // training and evaluation of this epoch
   double train_seconds = 0;               // training only
   std::uint64_t samples = 0;              // training samples processed by all ranks this epoch
-  std::uint64_t gradient_bytes_sent = 0;  // this rank (rank 0), this epoch
+  std::uint64_t gradient_bytes_sent = 0;   // this rank (rank 0), this epoch
+  std::uint64_t parameter_bytes_sent = 0;  // likewise (local SGD's averaging)
 };
 
 struct TrainResult {
@@ -38,6 +39,7 @@ struct TrainResult {
   std::uint64_t samples = 0;  // training samples processed by all ranks
   std::vector<TrafficCounters> traffic_per_rank;       // gathered at the end, index = rank
   std::vector<CompressionStats> compression_per_rank;  // likewise
+  SyncStats sync;  // the same on every rank
   std::vector<float> final_parameters;                 // rank 0's, in registration order
 };
 

@@ -33,6 +33,8 @@ class Adam final : public gw::Optimizer {
   // is given; a later step with another layout throws std::invalid_argument.
   void step(const std::vector<gw::ParameterView>& params) override;
   bool accepts_gradient_scale() const override { return true; }
+  // The momentum buffers (sgd) or first and second moments (adam), once the first step made them.
+  std::optional<std::vector<gw::StateBuffer>> state_buffers() override { return state_.buffers(); }
   double learning_rate() const override { return options_.lr; }
   void set_learning_rate(double lr) override;
   // See Note [Optimizer state format].

@@ -59,6 +59,13 @@ class Reader {
 ParameterState::ParameterState(std::string owner, std::size_t buffers_per_parameter)
     : owner_(std::move(owner)), buffers_per_parameter_(buffers_per_parameter) {}
 
+std::vector<gw::StateBuffer> ParameterState::buffers() {
+  std::vector<gw::StateBuffer> out;
+  out.reserve(buffers_.size());
+  for (auto& b : buffers_) out.push_back({b.data(), b.size()});
+  return out;
+}
+
 void ParameterState::prepare(const std::vector<gw::ParameterView>& params) {
   for (std::size_t i = 0; i < params.size(); ++i) {
     if (params[i].numel > 0 && (params[i].value == nullptr || params[i].grad == nullptr)) {

@@ -30,6 +30,8 @@ class ParameterState {
   float* buffer(std::size_t param, std::size_t which) {
     return buffers_[param * buffers_per_parameter_ + which].data();
   }
+  // Every buffer, parameter by parameter (empty before the first prepare()).
+  std::vector<gw::StateBuffer> buffers();
   std::uint64_t step() const { return step_; }
   // Counts a step; returns the new count (1 after the first step).
   std::uint64_t advance() { return ++step_; }

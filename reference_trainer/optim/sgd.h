@@ -36,6 +36,8 @@ class Sgd final : public gw::Optimizer {
   // Throws std::logic_error after the first step. Afterwards options().momentum is 0.
   void release_momentum() override;
   bool momentum_released() const { return momentum_released_; }
+  // The momentum buffers (sgd) or first and second moments (adam), once the first step made them.
+  std::optional<std::vector<gw::StateBuffer>> state_buffers() override { return state_.buffers(); }
   double learning_rate() const override { return options_.lr; }
   void set_learning_rate(double lr) override;
   // See Note [Optimizer state format].

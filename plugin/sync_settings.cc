@@ -1,0 +1,104 @@
+#include "plugin/sync_settings.h"
+
+#include <string>
+
+#include "plugin/config/params.h"
+
+namespace gw {
+
+namespace keys = config::keys;
+using sync_policies::SyncMode;
+
+namespace {
+
+bool is_set(const config::Config& config, const char* key) {
+  return config.source(key) != config::Source::kDefault;
+}
+
+std::string setting(const config::Config& config, const char* key) {
+  return std::string(key) + "=" + config.text(key);
+}
+
+}  // namespace
+
+SyncSettings read_sync_settings(const config::Config& config) {
+  SyncSettings s;
+  const std::string sync = config.get_string(keys::kSync);
+  s.policy.mode = sync_policies::parse_sync_mode(sync);
+  s.policy.period = config.get_int(keys::kLocalSgdK);
+  s.policy.begin_step = config.get_int(keys::kLocalSgdBeginStep);
+  s.policy.initial_period = config.get_int(keys::kAdaptiveInitK);
+  s.policy.max_period = config.get_int(keys::kAdaptiveMaxK);
+  s.average_state = config.get_bool(keys::kLocalSgdAverageState);
+  const SyncMode mode = s.policy.mode;
+  const std::string current = setting(config, keys::kSync);
+
+  // Each local SGD parameter and the policies it applies to.
+  struct Applies {
+    const char* key;
+    std::initializer_list<SyncMode> modes;
+    const char* policies;
+  };
+  const Applies applies[] = {
+      {keys::kLocalSgdK, {SyncMode::kLocalSgd, SyncMode::kPostLocalSgd},
+       "local_sgd and post_local_sgd (adaptive_local_sgd starts from GRADWIRE_ADAPTIVE_INIT_K)"},
+      {keys::kLocalSgdBeginStep, {SyncMode::kPostLocalSgd, SyncMode::kAdaptiveLocalSgd},
+       "post_local_sgd and adaptive_local_sgd (local_sgd is local from step 0)"},
+      {keys::kAdaptiveInitK, {SyncMode::kAdaptiveLocalSgd}, "adaptive_local_sgd"},
+      {keys::kAdaptiveMaxK, {SyncMode::kAdaptiveLocalSgd}, "adaptive_local_sgd"},
+      {keys::kLocalSgdAverageState,
+       {SyncMode::kLocalSgd, SyncMode::kPostLocalSgd, SyncMode::kAdaptiveLocalSgd},
+       "local_sgd, post_local_sgd and adaptive_local_sgd"},
+  };
+  for (const Applies& a : applies) {
+    bool applies_here = false;
+    for (SyncMode m : a.modes) applies_here = applies_here || m == mode;
+    if (is_set(config, a.key) && !applies_here) {
+      throw config::ConfigError(setting(config, a.key) + " has no effect under " + current +
+                                ": it applies to " + a.policies + ". Set " + keys::kSync +
+                                " to one of those, or unset " + a.key);
+    }
+  }
+  if (mode == SyncMode::kPostLocalSgd && s.policy.begin_step < 1) {
+    throw config::ConfigError(
+        current + " runs synchronous SGD until " + keys::kLocalSgdBeginStep +
+        " and local SGD from there, so it needs that step (>= 1; Lin et al. switch at the first "
+        "learning-rate decay); from step 0 on it would be " + keys::kSync + "=local_sgd");
+  }
+  if (mode == SyncMode::kAdaptiveLocalSgd && s.policy.initial_period > s.policy.max_period) {
+    throw config::ConfigError(setting(config, keys::kAdaptiveInitK) + " exceeds " +
+                              setting(config, keys::kAdaptiveMaxK) +
+                              "; the first period must be at most the longest");
+  }
+  if (mode != SyncMode::kEveryStep) {
+    const std::string compressor = config.get_string(keys::kCompressor);
+    if (compressor == "topk" || compressor == "dgc") {
+      throw config::ConfigError(
+          current + " cannot be combined with " + setting(config, keys::kCompressor) + ": " +
+          compressor +
+          " compresses gradient exchanges and keeps per-step residuals (and dgc the momentum), "
+          "which local steps would leave stale. Local SGD averages parameters instead; with " +
+          keys::kCompressor + "=fp16 it sends them as fp16 deltas. Use " + keys::kCompressor +
+          "=none or fp16");
+    }
+    if (config.get_string(keys::kGradientReduction) == "sum") {
+      throw config::ConfigError(
+          current + " cannot be combined with " + setting(config, keys::kGradientReduction) +
+          ": local steps use each rank's own gradient and parameter averaging averages, so a "
+          "summed gradient would change the step size by the world size between synchronous "
+          "and local steps. Use " + keys::kGradientReduction + "=average");
+    }
+  }
+  return s;
+}
+
+void check_sync_supports(const SyncSettings& settings, Optimizer& inner) {
+  if (settings.average_state && !inner.state_buffers()) {
+    throw config::ConfigError(std::string(keys::kLocalSgdAverageState) +
+                              "=1 averages the inner optimizer's state, but " + inner.name() +
+                              " does not expose it (Optimizer::state_buffers); set " +
+                              keys::kLocalSgdAverageState + "=0 to keep it local");
+  }
+}
+
+}  // namespace gw
