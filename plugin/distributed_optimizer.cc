@@ -323,7 +323,7 @@ void DistributedOptimizer::average_parameters(bool scheduled) {
   local_steps_since_average_ = 0;
   if (log_.enabled(LogLevel::kDebug)) {
     log_.log(LogLevel::kDebug, "step %lld: %s parameter averaging after %lld local steps%s",
-             static_cast<long long>(steps_), scheduled ? "scheduled" : "requested",
+             static_cast<long long>(point.step), scheduled ? "scheduled" : "requested",
              static_cast<long long>(point.local_steps),
              point.has_loss ? (", mean loss " + std::to_string(point.loss) + ", next k " +
                                std::to_string(point.next_k)).c_str()
