@@ -5,22 +5,18 @@
 #include <ostream>
 #include <stdexcept>
 
+#include "common/binary_stream.h"
+
 namespace gw::compressors {
 namespace {
 
 constexpr char kMagic[8] = {'G', 'W', 'C', 'M', 'P', 'S', 'T', '\0'};
 
-template <typename T>
-void put(std::ostream& out, T value) {
-  out.write(reinterpret_cast<const char*>(&value), sizeof value);
-}
+using binary::put;
 
 template <typename T>
 T get(std::istream& in, const std::string& owner) {
-  T value{};
-  in.read(reinterpret_cast<char*>(&value), sizeof value);
-  if (!in) throw std::runtime_error(owner + " state: stream is truncated");
-  return value;
+  return binary::get<T>(in, owner + " state");
 }
 
 }  // namespace
@@ -50,8 +46,7 @@ void load_arrays(std::istream& in, const std::string& owner, std::int64_t* step,
   const auto name_size = get<std::uint32_t>(in, owner);
   if (name_size > 64) throw std::runtime_error(owner + " state: corrupt compressor name");
   std::string name(name_size, '\0');
-  in.read(name.data(), name_size);
-  if (!in) throw std::runtime_error(owner + " state: stream is truncated");
+  binary::read_bytes(in, name.data(), name_size, owner + " state");
   if (name != owner) {
     throw std::runtime_error("cannot load " + name + " compressor state into the " + owner +
                              " compressor");
@@ -71,9 +66,7 @@ void load_arrays(std::istream& in, const std::string& owner, std::int64_t* step,
                                std::to_string(arrays[i]->size()));
     }
     loaded[i].resize(size);
-    in.read(reinterpret_cast<char*>(loaded[i].data()),
-            static_cast<std::streamsize>(size * sizeof(float)));
-    if (!in) throw std::runtime_error(owner + " state: stream is truncated");
+    binary::read_bytes(in, loaded[i].data(), size * sizeof(float), owner + " state");
   }
   for (std::size_t i = 0; i < arrays.size(); ++i) arrays[i]->swap(loaded[i]);
   *step = saved_step;

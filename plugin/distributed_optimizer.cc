@@ -9,6 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "common/binary_stream.h"
 #include "compressors/fp16_compressor.h"
 #include "compressors/none_compressor.h"
 #include "kernels/elementwise.h"
@@ -149,15 +150,28 @@ void DistributedOptimizer::take_ready_marks() {
   ready_count_ = 0;
 }
 
-void DistributedOptimizer::exchange_gradients() {
+float DistributedOptimizer::target_multiplier() const {
+  return average_ ? 1.0f / static_cast<float>(comm_->size()) : 1.0f;
+}
+
+void DistributedOptimizer::collect_gradients() {
   take_ready_marks();
+  if (steps_ == measure_from_step_) {
+    bytes_at_warmup_end_ = comm_->counters()[TrafficKind::kGradient].sent_bytes;
+  }
+  if (policy_.exchanges_gradients(steps_)) {
+    exchange_gradients();
+  } else {
+    // A local step: this rank's own gradient is what the inner optimizer uses, unscaled.
+    std::fill(multiplier_.begin(), multiplier_.end(), target_multiplier());
+  }
+}
+
+void DistributedOptimizer::exchange_gradients() {
   const bool debug = log_.enabled(LogLevel::kDebug);
   const auto start =
       debug ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
   compressor_->begin_step(steps_);
-  if (steps_ == measure_from_step_ && !synchronized_) {
-    bytes_at_warmup_end_ = comm_->counters()[TrafficKind::kGradient].sent_bytes;
-  }
   const compressors::ExchangePlan& plan = exchange_.run(*comm_, *compressor_, bucket_);
   const float inv_n = 1.0f / static_cast<float>(comm_->size());
   const bool average_wire = plan.dense_wire == compressors::DenseWire::kFloat16;
@@ -181,25 +195,19 @@ void DistributedOptimizer::exchange_gradients() {
 
 float DistributedOptimizer::needed_scale(std::size_t i) const {
   // See Note [Who divides by the world size].
-  const float target = average_ ? 1.0f / static_cast<float>(comm_->size()) : 1.0f;
+  const float target = target_multiplier();
   return multiplier_[i] == target ? 1.0f : target / multiplier_[i];
 }
 
 void DistributedOptimizer::synchronize_gradients() {
-  if (!policy_.exchanges_gradients(steps_)) {
-    // A local step: the rank's own gradient is what step() uses, unscaled.
-    take_ready_marks();
-    synchronized_ = true;
-    return;
-  }
-  exchange_gradients();
+  collect_gradients();
   for (std::size_t i = 0; i < params_.size(); ++i) {
     const float scale = needed_scale(i);
     if (scale != 1.0f) {
       kernels::scale(flat_gradients_.data() + params_[i].offset, scale, params_[i].spec.numel,
                      Device::kHost);
     }
-    multiplier_[i] = average_ ? 1.0f / static_cast<float>(comm_->size()) : 1.0f;
+    multiplier_[i] = target_multiplier();
   }
   synchronized_ = true;
 }
@@ -223,11 +231,15 @@ void DistributedOptimizer::step() {
                            " adapts its period to the training loss: call report_loss(loss) "
                            "before step() (missing at step " + std::to_string(steps_) + ")");
   }
-  if (local) {
-    if (!synchronized_) take_ready_marks();
-    if (steps_ == measure_from_step_) {
-      bytes_at_warmup_end_ = comm_->counters()[TrafficKind::kGradient].sent_bytes;
+  if (!synchronized_) {
+    if (inner_->accepts_gradient_scale()) {
+      collect_gradients();
+    } else {
+      synchronize_gradients();
     }
+  }
+  for (std::size_t i = 0; i < views_.size(); ++i) views_[i].grad_scale = needed_scale(i);
+  if (local) {
     if (delta_wire_ && !anchor_valid_) {
       // The first local step after synchronous ones (or the start): every rank holds the same
       // parameters, which the first fp16 delta is taken from.
@@ -237,17 +249,8 @@ void DistributedOptimizer::step() {
       }
       anchor_valid_ = true;
     }
-    for (auto& v : views_) v.grad_scale = 1.0f;
     ++local_steps_since_average_;
   } else {
-    if (!synchronized_) {
-      if (inner_->accepts_gradient_scale()) {
-        exchange_gradients();
-      } else {
-        synchronize_gradients();
-      }
-    }
-    for (std::size_t i = 0; i < views_.size(); ++i) views_[i].grad_scale = needed_scale(i);
     anchor_valid_ = false;  // synchronous steps move every rank's parameters away from it
   }
   inner_->step(views_);
@@ -388,17 +391,12 @@ namespace {
 // the fp16 anchor: a flag (u8), its element count (u64) and its floats.
 constexpr char kStateMagic[8] = {'G', 'W', 'D', 'O', 'P', 'T', '2', '\0'};
 
-template <typename T>
-void put(std::ostream& out, T value) {
-  out.write(reinterpret_cast<const char*>(&value), sizeof value);
-}
+constexpr const char* kLoadContext = "DistributedOptimizer::load_state";
+using binary::put;
 
 template <typename T>
 T get(std::istream& in) {
-  T value{};
-  in.read(reinterpret_cast<char*>(&value), sizeof value);
-  if (!in) throw std::runtime_error("DistributedOptimizer::load_state: stream is truncated");
-  return value;
+  return binary::get<T>(in, kLoadContext);
 }
 
 }  // namespace
@@ -460,9 +458,7 @@ void DistributedOptimizer::load_state(std::istream& in) {
           std::to_string(parameter_flat_.size()) + " parameters)");
     }
     anchor.resize(anchor_size);
-    in.read(reinterpret_cast<char*>(anchor.data()),
-            static_cast<std::streamsize>(anchor_size * sizeof(float)));
-    if (!in) throw std::runtime_error("DistributedOptimizer::load_state: stream is truncated");
+    binary::read_bytes(in, anchor.data(), anchor_size * sizeof(float), kLoadContext);
   } catch (...) {
     compressor_->load_state(compressor_before);
     inner_->load_state(inner_before);

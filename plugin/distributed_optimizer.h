@@ -171,9 +171,15 @@ class DistributedOptimizer {
   };
 
   std::string layout_canonical() const;
-  // Runs the compressor and the collectives over every bucket and clears the ready marks.
-  // Afterwards each parameter's gradient is the sum over ranks times multiplier_[i].
+  // Takes this step's ready marks and, on a step that exchanges gradients, runs
+  // exchange_gradients(). Afterwards each parameter's gradient times needed_scale(i) is what the
+  // inner optimizer must use (on a local step: this rank's own gradient, scale 1).
+  void collect_gradients();
+  // Runs the compressor and the collectives over every bucket. Afterwards each parameter's
+  // gradient is the sum over ranks times multiplier_[i].
   void exchange_gradients();
+  // multiplier_ of a gradient the inner optimizer can use as it is: 1/n (average) or 1 (sum).
+  float target_multiplier() const;
   // What the inner optimizer must multiply parameter i's gradient by.
   float needed_scale(std::size_t i) const;
   // Checks the gradient_ready contract for this step and clears the marks.

@@ -7,6 +7,8 @@
 #include <ostream>
 #include <stdexcept>
 
+#include "common/binary_stream.h"
+
 namespace gw::sync_policies {
 namespace {
 
@@ -114,15 +116,15 @@ std::int64_t SyncPolicy::averaged(std::int64_t step, double loss, double lr) {
                            std::to_string(next_average_step_) + ")");
   }
   if (options_.mode == SyncMode::kAdaptiveLocalSgd) {
-    if (!has_reference_) {
-      check_figure("the first mean loss (loss_0)", loss, true);
-      check_figure("the first learning rate (lr_0)", lr, true);
-      loss_0_ = loss;
-      lr_0_ = lr;
-      has_reference_ = true;
-    }
-    period_ = adaptive_period(lr_0_, lr, loss_0_, loss, options_.initial_period,
+    // The first point sets the reference figures; adaptive_period checks them before anything
+    // changes.
+    const double loss_0 = has_reference_ ? loss_0_ : loss;
+    const double lr_0 = has_reference_ ? lr_0_ : lr;
+    period_ = adaptive_period(lr_0, lr, loss_0, loss, options_.initial_period,
                               options_.max_period);
+    loss_0_ = loss_0;
+    lr_0_ = lr_0;
+    has_reference_ = true;
   }
   next_average_step_ = step + period_;
   return period_;
@@ -132,17 +134,11 @@ namespace {
 
 constexpr char kMagic[8] = {'G', 'W', 'S', 'Y', 'N', 'C', '1', '\0'};
 
-template <typename T>
-void put(std::ostream& out, T value) {
-  out.write(reinterpret_cast<const char*>(&value), sizeof value);
-}
+using binary::put;
 
 template <typename T>
 T get(std::istream& in) {
-  T value{};
-  in.read(reinterpret_cast<char*>(&value), sizeof value);
-  if (!in) throw std::runtime_error("sync policy state: stream is truncated");
-  return value;
+  return binary::get<T>(in, "sync policy state");
 }
 
 }  // namespace

@@ -80,10 +80,9 @@ std::uint64_t exchange_bytes_max_rank(const std::vector<TrafficCounters>& traffi
 }
 
 nlohmann::json sync_json(const SyncStats& sync, const std::vector<CompressionStats>& compression,
-                         const std::vector<TrafficCounters>& traffic, std::int64_t steps) {
+                         double exchanged, std::int64_t steps) {
   std::uint64_t dense = 0;
   for (const auto& c : compression) dense = std::max(dense, c.dense_bytes_per_step);
-  const double exchanged = static_cast<double>(exchange_bytes_max_rank(traffic));
   const double dense_total = static_cast<double>(dense) * static_cast<double>(steps);
   nlohmann::json points = nlohmann::json::array();
   std::int64_t scheduled = 0;
@@ -140,6 +139,7 @@ nlohmann::json make_report(const TrainerOptions& options, const config::Config& 
                       {"parameter_bytes_sent", e.parameter_bytes_sent}});
   }
   nlohmann::json traffic = traffic_json(result.traffic_per_rank, result.steps);
+  const double exchanged = static_cast<double>(exchange_bytes_max_rank(result.traffic_per_rank));
   const double samples_per_second =
       result.train_seconds > 0 ? static_cast<double>(result.samples) / result.train_seconds : 0.0;
   return {
@@ -170,16 +170,13 @@ nlohmann::json make_report(const TrainerOptions& options, const config::Config& 
       {"gradient_bytes_per_step",
        traffic["gradient"]["sent_bytes_per_step_max_rank"].get<double>()},
       {"exchange_bytes_per_step",
-       result.steps > 0 ? static_cast<double>(exchange_bytes_max_rank(result.traffic_per_rank)) /
-                              static_cast<double>(result.steps)
-                        : 0.0},
+       result.steps > 0 ? exchanged / static_cast<double>(result.steps) : 0.0},
       {"exchange_bytes_is",
        "gradient + parameter bytes sent by the busiest rank over the run, per step"},
       {"traffic", traffic},
       {"compression",
        compression_json(result.compression_per_rank, result.traffic_per_rank, result.steps)},
-      {"sync", sync_json(result.sync, result.compression_per_rank, result.traffic_per_rank,
-                         result.steps)},
+      {"sync", sync_json(result.sync, result.compression_per_rank, exchanged, result.steps)},
       {"traffic_is",
        "bytes per rank from gradwire's communicator counters (see Note [What the counters "
        "count] in plugin/comm/counting_communicator.h)"},

@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "common/binary_stream.h"
+
 namespace gw::trainer {
 namespace {
 
@@ -17,21 +19,12 @@ constexpr std::uint32_t kMaxTagLength = 64;
 // instead of allocating whatever it claims.
 constexpr std::size_t kReadChunk = std::size_t{1} << 20;
 
-template <typename T>
-void write_pod(std::ostream& out, const T& v) {
-  out.write(reinterpret_cast<const char*>(&v), sizeof(T));
-}
-
 class Reader {
  public:
   Reader(std::istream& in, const std::string& owner) : in_(in), owner_(owner) {}
 
   void bytes(void* dst, std::size_t n, const char* what) {
-    in_.read(static_cast<char*>(dst), static_cast<std::streamsize>(n));
-    if (static_cast<std::size_t>(in_.gcount()) != n) {
-      throw std::runtime_error(owner_ + " load_state: truncated stream (while reading " + what +
-                               ")");
-    }
+    binary::read_bytes(in_, dst, n, owner_ + " load_state (reading " + what + ")");
   }
   template <typename T>
   T pod(const char* what) {
@@ -94,15 +87,15 @@ void ParameterState::prepare(const std::vector<gw::ParameterView>& params) {
 
 void ParameterState::save(std::ostream& out) const {
   out.write(kMagic, sizeof(kMagic));
-  write_pod(out, static_cast<std::uint32_t>(owner_.size()));
+  binary::put(out, static_cast<std::uint32_t>(owner_.size()));
   out.write(owner_.data(), static_cast<std::streamsize>(owner_.size()));
-  write_pod(out, kVersion);
-  write_pod(out, step_);
-  write_pod(out, static_cast<std::uint8_t>(has_layout_ ? 1 : 0));
-  write_pod(out, static_cast<std::uint64_t>(sizes_.size()));
-  write_pod(out, static_cast<std::uint64_t>(buffers_per_parameter_));
+  binary::put(out, kVersion);
+  binary::put(out, step_);
+  binary::put(out, static_cast<std::uint8_t>(has_layout_ ? 1 : 0));
+  binary::put(out, static_cast<std::uint64_t>(sizes_.size()));
+  binary::put(out, static_cast<std::uint64_t>(buffers_per_parameter_));
   for (std::size_t i = 0; i < sizes_.size(); ++i) {
-    write_pod(out, static_cast<std::uint64_t>(sizes_[i]));
+    binary::put(out, static_cast<std::uint64_t>(sizes_[i]));
     for (std::size_t k = 0; k < buffers_per_parameter_; ++k) {
       const std::vector<float>& b = buffers_[i * buffers_per_parameter_ + k];
       out.write(reinterpret_cast<const char*>(b.data()),

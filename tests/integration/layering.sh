@@ -10,6 +10,7 @@ check() {  # check <folder> <regex of forbidden includes> <why>
   hits=$(grep -rnE "#include [<\"]($2)" "$1" --include='*.h' --include='*.cc' --include='*.cu' || true)
   if [ -n "$hits" ]; then echo "FAIL: $3:"; echo "$hits"; fail=1; fi
 }
+check common "kernels/|plugin/|fusion/|compressors/|sync_policies/|amp/|reference_trainer/" "common/ includes a layer"
 check kernels "plugin/|fusion/|compressors/|sync_policies/|amp/|reference_trainer/" "kernels/ includes a higher layer"
 for pure in fusion compressors sync_policies amp; do
   check "$pure" "plugin/|reference_trainer/|mpi.h|nccl.h" "$pure/ must stay pure"

@@ -254,6 +254,25 @@ TEST(LocalSgd, SynchronizeParametersAveragesMidPeriodWithoutMovingTheSchedule) {
   EXPECT_TRUE(dense.sync_stats().points.empty());
 }
 
+TEST(LocalSgd, SynchronizeGradientsOnALocalStepLeavesThisRanksGradient) {
+  const auto comm = world();
+  Model model, twin;
+  const Settings local = {{keys::kSync, "local_sgd"}, {keys::kLocalSgdK, "4"}};
+  DistributedOptimizer opt(comm, sgd(0.9), model.specs(), settings(local));
+  DistributedOptimizer plain(comm, sgd(0.9), twin.specs(), settings(local));
+  model.gradients(opt, comm->rank(), 0);
+  twin.gradients(plain, comm->rank(), 0);
+  const std::vector<float> mine(opt.gradient(0), opt.gradient(0) + kBig);
+  const auto before = comm->counters()[TrafficKind::kGradient].sent_bytes;
+  opt.synchronize_gradients();
+  EXPECT_EQ(comm->counters()[TrafficKind::kGradient].sent_bytes, before);
+  EXPECT_EQ(std::memcmp(opt.gradient(0), mine.data(), kBig * sizeof(float)), 0);
+  // The step that follows uses it as step() alone would have.
+  opt.step();
+  plain.step();
+  EXPECT_EQ(std::memcmp(model.big.data(), twin.big.data(), kBig * sizeof(float)), 0);
+}
+
 TEST(LocalSgd, AdaptivePeriodFollowsTheRanksMeanLoss) {
   const auto comm = world();
   const int n = comm->size();

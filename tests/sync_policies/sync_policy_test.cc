@@ -189,7 +189,16 @@ TEST(SyncPolicy, AdaptiveLengthensThePeriodAsTheLearningRateDecaysFasterThanTheL
   const std::vector<std::int64_t> k = periods(p, losses, lrs);
   // ceil(sqrt(0.1/lr * loss) * 4): 4, 4 (3.79), 12 (11.31), 11 (10.58), 16 (30.98 clamped), 16.
   EXPECT_EQ(k, (std::vector<std::int64_t>{4, 4, 12, 11, 16, 16}));
-  for (std::size_t i = 1; i < losses.size(); ++i) EXPECT_LT(losses[i], losses[i - 1]);
+}
+
+TEST(SyncPolicy, AdaptiveRejectsANanLossWithoutChangingItsSchedule) {
+  SyncPolicy p(adaptive(4, 16));
+  EXPECT_THROW(p.averaged(3, std::numeric_limits<double>::quiet_NaN(), 0.1),
+               std::invalid_argument);
+  EXPECT_EQ(p.next_average_step(), 3);
+  // The failed first point set no reference: the next good one is the first.
+  EXPECT_EQ(p.averaged(3, 2.0, 0.1), 4);
+  EXPECT_EQ(p.averaged(7, 0.5, 0.1), 2);  // sqrt(0.5 / 2) * 4
 }
 
 TEST(SyncPolicy, SaveThenLoadContinuesTheSameSchedule) {
