@@ -77,4 +77,14 @@ bool all_finite(const float* x, std::size_t n, Device device) {
   throw_invalid_device("all_finite", device);
 }
 
+bool scale_and_check_finite(float* x, float alpha, std::size_t n, Device device) {
+  switch (device) {
+    case Device::kHost:
+      return cpu::scale_and_check_finite(x, alpha, n);
+    case Device::kCuda:
+      return cuda::scale_and_check_finite(x, alpha, n);
+  }
+  throw_invalid_device("scale_and_check_finite", device);
+}
+
 }  // namespace gw::kernels

@@ -33,4 +33,9 @@ double sum_of_squares(const float* x, std::size_t n, Device device);
 // true when no x[i] is inf or NaN.
 bool all_finite(const float* x, std::size_t n, Device device);
 
+// x[i] *= alpha in one pass that also returns all_finite of the results: the unscale-and-check of
+// mixed precision (an inf or NaN in, or a product past the fp32 range, gives false). Every
+// element is scaled either way.
+bool scale_and_check_finite(float* x, float alpha, std::size_t n, Device device);
+
 }  // namespace gw::kernels

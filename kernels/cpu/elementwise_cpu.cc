@@ -58,6 +58,20 @@ bool all_finite(const float* x, std::size_t n) {
   return true;
 }
 
+bool scale_and_check_finite(float* x, float alpha, std::size_t n) {
+  // One read and one write per element; the flag is an OR like all_finite's, kept for the whole
+  // buffer (every element must be scaled anyway).
+  const ScaleOp op{alpha};
+  const NonFiniteBitOp flag;
+  std::uint32_t bits = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const float y = op(x[i]);
+    x[i] = y;
+    bits |= flag(y);
+  }
+  return bits == 0;
+}
+
 // Note [CPU fp16 casts]
 // The conversions are IEEE binary16 with round-to-nearest-even, overflow to inf and NaN kept NaN.
 // GCC's _Float16 gives exactly that on every target, but g++ 12 on x86-64 converts it one element

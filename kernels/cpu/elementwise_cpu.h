@@ -14,6 +14,7 @@ void cast_fp32_to_fp16(const float* in, Half* out, std::size_t n);
 void cast_fp16_to_fp32(const Half* in, float* out, std::size_t n);
 double sum_of_squares(const float* x, std::size_t n);
 bool all_finite(const float* x, std::size_t n);
+bool scale_and_check_finite(float* x, float alpha, std::size_t n);
 
 // The fp16 casts pick one of these at run time (see Note [CPU fp16 casts] in elementwise_cpu.cc).
 // They are declared here so that tests cover every variant the machine can run, not only the one

@@ -57,6 +57,22 @@ __global__ void update_kernel(const float* x, float* y, std::size_t n, Op op) {
   }
 }
 
+// x[i] = op(x[i]), ORing flag(x[i]) of the results into *flags: one atomic per thread that saw a
+// set bit, so a clean buffer costs no atomics.
+template <typename Op, typename FlagOp>
+__global__ void map_and_flag_kernel(float* x, std::size_t n, Op op, FlagOp flag,
+                                    unsigned int* flags) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  unsigned int bits = 0;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
+    const float y = op(x[i]);
+    x[i] = y;
+    bits |= flag(y);
+  }
+  if (bits != 0) atomicOr(flags, bits);
+}
+
 // `what` names the operation in the error message of a failed launch.
 template <typename In, typename Out, typename Op>
 void map(const char* what, const In* in, Out* out, std::size_t n, Op op) {
@@ -139,6 +155,21 @@ bool all_finite(const float* x, std::size_t n) {
   const std::uint32_t flags =
       transform_reduce(x, n, NonFiniteBitOp{}, BitOrOp{}, static_cast<std::uint32_t>(0));
   return (flags & NonFiniteBitOp::kFlag) == 0;
+}
+
+bool scale_and_check_finite(float* x, float alpha, std::size_t n) {
+  if (n == 0) return true;
+  StreamOrderedBuffer flags(sizeof(unsigned int), kDefaultStream);
+  unsigned int* flags_on_device = reinterpret_cast<unsigned int*>(flags.data());
+  GW_CUDA_CHECK(cudaMemsetAsync(flags_on_device, 0, sizeof(unsigned int), kDefaultStream));
+  map_and_flag_kernel<<<blocks_for(n), kThreadsPerBlock, 0, kDefaultStream>>>(
+      x, n, ScaleOp{alpha}, NonFiniteBitOp{}, flags_on_device);
+  GW_CUDA_CHECK_LAUNCH("launch of the scale-and-check kernel");
+  unsigned int result = 0;
+  GW_CUDA_CHECK(cudaMemcpyAsync(&result, flags_on_device, sizeof result, cudaMemcpyDeviceToHost,
+                                kDefaultStream));
+  GW_CUDA_CHECK(cudaStreamSynchronize(kDefaultStream));
+  return (result & NonFiniteBitOp::kFlag) == 0;
 }
 
 }  // namespace cuda

@@ -18,5 +18,6 @@ void cast_fp32_to_fp16(const float* in, Half* out, std::size_t n);
 void cast_fp16_to_fp32(const Half* in, float* out, std::size_t n);
 double sum_of_squares(const float* x, std::size_t n);
 bool all_finite(const float* x, std::size_t n);
+bool scale_and_check_finite(float* x, float alpha, std::size_t n);
 
 }  // namespace gw::kernels::cuda

@@ -27,6 +27,9 @@ void cast_fp32_to_fp16(const float*, Half*, std::size_t) { throw_unavailable("ca
 void cast_fp16_to_fp32(const Half*, float*, std::size_t) { throw_unavailable("cast_fp16_to_fp32"); }
 double sum_of_squares(const float*, std::size_t) { throw_unavailable("sum_of_squares"); }
 bool all_finite(const float*, std::size_t) { throw_unavailable("all_finite"); }
+bool scale_and_check_finite(float*, float, std::size_t) {
+  throw_unavailable("scale_and_check_finite");
+}
 
 }  // namespace cuda
 }  // namespace gw::kernels

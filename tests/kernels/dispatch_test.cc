@@ -29,6 +29,7 @@ TEST(Dispatch, InvalidDeviceIsRejected) {
   EXPECT_THROW(cast_fp16_to_fp32(h.data(), x.data(), x.size(), bad), std::invalid_argument);
   EXPECT_THROW(sum_of_squares(x.data(), x.size(), bad), std::invalid_argument);
   EXPECT_THROW(all_finite(x.data(), x.size(), bad), std::invalid_argument);
+  EXPECT_THROW(scale_and_check_finite(x.data(), 2.0f, x.size(), bad), std::invalid_argument);
 }
 
 #if !GRADWIRE_HAVE_CUDA
@@ -58,6 +59,8 @@ TEST(NoCudaBuild, CudaPrimitivesThrowInsteadOfCrashing) {
                      "cast_fp16_to_fp32");
   expect_unavailable([&] { sum_of_squares(x.data(), n, Device::kCuda); }, "sum_of_squares");
   expect_unavailable([&] { all_finite(x.data(), n, Device::kCuda); }, "all_finite");
+  expect_unavailable([&] { scale_and_check_finite(x.data(), 2.0f, n, Device::kCuda); },
+                     "scale_and_check_finite");
   // Even with nothing to do: asking for kCuda in this build is the error.
   expect_unavailable([&] { scale(nullptr, 2.0f, 0, Device::kCuda); }, "scale");
 }

@@ -110,6 +110,33 @@ TEST_P(CpuElementwiseTest, AllFiniteFindsOneInfOrNanAnywhere) {
   EXPECT_TRUE(all_finite(x.data(), n, Device::kHost));
 }
 
+TEST_P(CpuElementwiseTest, ScaleAndCheckFiniteScalesEveryElementAndFindsOverflow) {
+  const std::size_t n = GetParam();
+  const std::vector<float> x = random_floats(n, 43);
+  std::vector<float> y = x;
+  EXPECT_TRUE(scale_and_check_finite(y.data(), 0.25f, n, Device::kHost));
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(y[i], x[i] * 0.25f) << i;
+  if (n == 0) return;
+  const float bad_values[] = {std::numeric_limits<float>::infinity(),
+                              std::numeric_limits<float>::quiet_NaN(),
+                              test_util::bits_float(0x7f800001u)};
+  for (const std::size_t position : {std::size_t{0}, n / 2, n - 1}) {
+    for (const float bad : bad_values) {
+      y = x;
+      y[position] = bad;
+      EXPECT_FALSE(scale_and_check_finite(y.data(), 0.5f, n, Device::kHost))
+          << "value " << bad << " at " << position << " of " << n;
+      // The rest is still scaled: the caller may use or discard it, but never half of it.
+      const std::size_t other = position == 0 ? n - 1 : 0;
+      if (other != position) EXPECT_EQ(y[other], x[other] * 0.5f);
+    }
+    // A finite value whose product leaves the fp32 range is an overflow too.
+    y = x;
+    y[position] = std::numeric_limits<float>::max();
+    EXPECT_FALSE(scale_and_check_finite(y.data(), 4.0f, n, Device::kHost)) << position;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Sizes, CpuElementwiseTest, ::testing::ValuesIn(kTestSizes),
                          test_util::size_name);
 
@@ -120,6 +147,7 @@ TEST(CpuElementwise, EmptyBuffersMayBeNull) {
   cast_fp16_to_fp32(nullptr, nullptr, 0, Device::kHost);
   EXPECT_EQ(sum_of_squares(nullptr, 0, Device::kHost), 0.0);
   EXPECT_TRUE(all_finite(nullptr, 0, Device::kHost));
+  EXPECT_TRUE(scale_and_check_finite(nullptr, 2.0f, 0, Device::kHost));
 }
 
 }  // namespace

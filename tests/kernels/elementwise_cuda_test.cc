@@ -161,6 +161,20 @@ TEST_P(CudaElementwiseTest, AllFiniteFindsOneInfOrNanAnywhere) {
   EXPECT_TRUE(all_finite(d_x.get(), n, Device::kCuda));
 }
 
+TEST_P(CudaElementwiseTest, ScaleAndCheckFiniteMatchesTheCpu) {
+  const std::size_t n = GetParam();
+  std::vector<float> x = random_floats(n, 44);
+  DeviceArray<float> d_x(x);
+  EXPECT_TRUE(scale_and_check_finite(d_x.get(), 0.25f, n, Device::kCuda));
+  std::vector<float> expected = x;
+  EXPECT_TRUE(scale_and_check_finite(expected.data(), 0.25f, n, Device::kHost));
+  EXPECT_TRUE(same_bits(expected, d_x.to_host()));
+  if (n == 0) return;
+  x[n / 2] = std::numeric_limits<float>::infinity();
+  DeviceArray<float> d_bad(x);
+  EXPECT_FALSE(scale_and_check_finite(d_bad.get(), 0.25f, n, Device::kCuda));
+}
+
 INSTANTIATE_TEST_SUITE_P(Sizes, CudaElementwiseTest, ::testing::ValuesIn(kTestSizes),
                          test_util::size_name);
 
