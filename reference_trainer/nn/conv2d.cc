@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "kernels/elementwise.h"
 #include "reference_trainer/nn/gemm.h"
 
 namespace gw::trainer {
@@ -42,19 +43,33 @@ void Conv2d::forward(const Tensor& input, Tensor& output, bool training) {
   const std::size_t cols = geometry_.col_cols();
   const std::size_t in_size = in_channels_ * s[2] * s[3];
   const std::size_t out_size = out_channels_ * cols;
-  output.resize({batch_, out_channels_, geometry_.out_height(), geometry_.out_width()});
-  cols_.resize({training ? batch_ : 1, rows, cols});
-  const float* w = value(0);
-  const float* b = value(1);
+  begin_forward(input);
+  const float* x = input_view(input);
+  float* out = begin_result(
+      output, {batch_, out_channels_, geometry_.out_height(), geometry_.out_width()});
+  // Training keeps every sample's column matrix for the weight gradient, in the op's dtype (an
+  // fp16 op builds each in fp32 scratch, then stores it rounded, which is exact: its values are
+  // the fp16 input's).
+  const bool half_cache = training && op_dtype() == DType::kFloat16;
+  cols_.resize({training ? batch_ : 1, rows, cols}, half_cache ? DType::kFloat16 : DType::kFloat32);
+  if (half_cache) col_scratch_.resize(rows * cols);
+  const float* w = op_value(0);
+  const float* b = op_value(1);
   for (std::size_t n = 0; n < batch_; ++n) {
-    float* col = cols_.data() + (training ? n * rows * cols : 0);
-    im2col(geometry_, input.data() + n * in_size, col);
-    float* y = output.data() + n * out_size;
+    float* col = half_cache ? col_scratch_.data()
+                            : cols_.data() + (training ? n * rows * cols : 0);
+    im2col(geometry_, x + n * in_size, col);
+    if (half_cache) {
+      kernels::cast_fp32_to_fp16(col, cols_.half_data() + n * rows * cols, rows * cols,
+                                 Device::kHost);
+    }
+    float* y = out + n * out_size;
     for (std::size_t o = 0; o < out_channels_; ++o)
       std::fill(y + o * cols, y + (o + 1) * cols, b[o]);
     // y [out, P] = W [out, K] * cols [K, P] + bias
     gemm(false, false, out_channels_, cols, rows, 1.0f, w, rows, col, cols, 1.0f, y, cols);
   }
+  end_result(output);
   has_input_ = training;
 }
 
@@ -72,11 +87,21 @@ void Conv2d::backward(const Tensor& grad_output, Tensor* grad_input) {
   float* db = grad(1);
   std::fill(dw, dw + out_channels_ * rows, 0.0f);
   std::fill(db, db + out_channels_, 0.0f);
+  const float* dy_all = grad_view(grad_output);
+  const bool half_cache = cols_.dtype() == DType::kFloat16;
   for (std::size_t n = 0; n < batch_; ++n) {
-    const float* dy = grad_output.data() + n * out_size;
+    const float* dy = dy_all + n * out_size;
+    const float* col;
+    if (half_cache) {
+      col_scratch_.resize(rows * cols);
+      kernels::cast_fp16_to_fp32(cols_.half_data() + n * rows * cols, col_scratch_.data(),
+                                 rows * cols, Device::kHost);
+      col = col_scratch_.data();
+    } else {
+      col = cols_.data() + n * rows * cols;
+    }
     // dW [out, K] += dy [out, P] * cols^T [P, K]
-    gemm(false, true, out_channels_, rows, cols, 1.0f, dy, cols, cols_.data() + n * rows * cols,
-         cols, 1.0f, dw, rows);
+    gemm(false, true, out_channels_, rows, cols, 1.0f, dy, cols, col, cols, 1.0f, dw, rows);
     for (std::size_t o = 0; o < out_channels_; ++o) {
       const float* plane = dy + o * cols;
       float sum = 0.0f;
@@ -84,17 +109,21 @@ void Conv2d::backward(const Tensor& grad_output, Tensor* grad_input) {
       db[o] += sum;
     }
   }
+  finish_gradient(0);
+  finish_gradient(1);
   if (grad_input == nullptr) return;
   const std::size_t in_size = in_channels_ * geometry_.height * geometry_.width;
-  grad_input->resize({batch_, in_channels_, geometry_.height, geometry_.width});
-  grad_input->fill(0.0f);
+  float* dx =
+      begin_result(*grad_input, {batch_, in_channels_, geometry_.height, geometry_.width});
+  std::fill(dx, dx + batch_ * in_size, 0.0f);
   grad_cols_.resize({rows, cols});
   for (std::size_t n = 0; n < batch_; ++n) {
     // dcols [K, P] = W^T [K, out] * dy [out, P]
-    gemm(true, false, rows, cols, out_channels_, 1.0f, value(0), rows,
-         grad_output.data() + n * out_size, cols, 0.0f, grad_cols_.data(), cols);
-    col2im(geometry_, grad_cols_.data(), grad_input->data() + n * in_size);
+    gemm(true, false, rows, cols, out_channels_, 1.0f, op_value(0), rows, dy_all + n * out_size,
+         cols, 0.0f, grad_cols_.data(), cols);
+    col2im(geometry_, grad_cols_.data(), dx + n * in_size);
   }
+  end_result(*grad_input);
 }
 
 }  // namespace gw::trainer

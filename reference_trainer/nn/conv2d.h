@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "reference_trainer/nn/im2col.h"
 #include "reference_trainer/nn/layer.h"
@@ -21,6 +22,7 @@ class Conv2d final : public Layer {
   // OH = (H + 2 padding - kernel) / stride + 1.
   void forward(const Tensor& input, Tensor& output, bool training) override;
   void backward(const Tensor& grad_output, Tensor* grad_input) override;
+  const char* op_name() const override { return "conv2d"; }
 
  private:
   std::size_t in_channels_;
@@ -30,9 +32,10 @@ class Conv2d final : public Layer {
   std::size_t padding_;
   ConvGeometry geometry_;  // of the last forward()
   std::size_t batch_ = 0;
-  // Training: every sample's column matrix, reused by the weight gradient. Evaluation: one
-  // sample's, as scratch.
+  // Training: every sample's column matrix, reused by the weight gradient, in the op's dtype.
+  // Evaluation: one sample's, as scratch.
   Tensor cols_;
+  std::vector<float> col_scratch_;  // fp16 op: one sample's column matrix in fp32
   Tensor grad_cols_;  // one sample's, scratch for the input gradient
   bool has_input_ = false;
 };

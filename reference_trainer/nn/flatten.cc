@@ -9,9 +9,12 @@ void Flatten::forward(const Tensor& input, Tensor& output, bool training) {
   if (input.shape().rank() < 2) {
     throw std::invalid_argument("Flatten: expects [N, ...], got " + input.shape().to_string());
   }
+  begin_forward(input);
   const std::size_t n = input.dim(0);
-  output.resize({n, input.shape().without_batch().numel()});
-  std::copy(input.data(), input.data() + input.numel(), output.data());
+  const float* x = input_view(input);
+  float* y = begin_result(output, {n, input.shape().without_batch().numel()});
+  std::copy(x, x + input.numel(), y);
+  end_result(output);
   input_shape_ = input.shape();
   has_input_ = training;
 }
@@ -23,8 +26,10 @@ void Flatten::backward(const Tensor& grad_output, Tensor* grad_input) {
                                 " does not match the input " + input_shape_.to_string());
   }
   if (grad_input == nullptr) return;
-  grad_input->resize(input_shape_);
-  std::copy(grad_output.data(), grad_output.data() + grad_output.numel(), grad_input->data());
+  const float* dy = grad_view(grad_output);
+  float* dx = begin_result(*grad_input, input_shape_);
+  std::copy(dy, dy + grad_output.numel(), dx);
+  end_result(*grad_input);
 }
 
 }  // namespace gw::trainer

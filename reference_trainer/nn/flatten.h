@@ -14,6 +14,7 @@ class Flatten final : public Layer {
   std::string describe() const override { return "Flatten"; }
   void forward(const Tensor& input, Tensor& output, bool training) override;
   void backward(const Tensor& grad_output, Tensor* grad_input) override;
+  const char* op_name() const override { return "flatten"; }
 
  private:
   Shape input_shape_;

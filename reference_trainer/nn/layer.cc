@@ -1,7 +1,10 @@
 #include "reference_trainer/nn/layer.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <utility>
+
+#include "kernels/elementwise.h"
 
 namespace gw::trainer {
 
@@ -39,6 +42,71 @@ float* Layer::grad(std::size_t i) const {
 void Layer::require_forward_cache(bool has_cache) const {
   if (!has_cache) {
     throw std::logic_error(describe() + ": backward() without a training forward() before it");
+  }
+}
+
+void Layer::set_op_policy(const amp::OpPolicy* policy) {
+  has_policy_ = policy != nullptr;
+  if (has_policy_) {
+    if_fp32_input_ = policy->decide(op_name(), /*any_input_fp32=*/true);
+    if_fp16_input_ = policy->decide(op_name(), /*any_input_fp32=*/false);
+  } else {
+    if_fp32_input_ = if_fp16_input_ = amp::Precision::kFloat32;
+  }
+  half_values_.resize(params_.size());
+  op_values_.resize(params_.size());
+}
+
+amp::Precision Layer::begin_forward(const Tensor& input) {
+  precision_ = input.dtype() == DType::kFloat32 ? if_fp32_input_ : if_fp16_input_;
+  if (precision_ == amp::Precision::kFloat16) {
+    for (std::size_t i = 0; i < params_.size(); ++i) {
+      const float* master = value(i);
+      const std::size_t n = params_[i].numel;
+      half_values_[i].resize(n);
+      op_values_[i].resize(n);
+      kernels::cast_fp32_to_fp16(master, half_values_[i].data(), n, Device::kHost);
+      kernels::cast_fp16_to_fp32(half_values_[i].data(), op_values_[i].data(), n, Device::kHost);
+    }
+  }
+  return precision_;
+}
+
+const float* Layer::op_value(std::size_t i) const {
+  return precision_ == amp::Precision::kFloat16 ? op_values_[i].data() : value(i);
+}
+
+const float* Layer::input_view(const Tensor& input) {
+  return op_view(input, precision_, input_scratch_, half_scratch_);
+}
+
+const float* Layer::grad_view(const Tensor& grad_output) {
+  return op_view(grad_output, precision_, grad_scratch_, half_scratch_);
+}
+
+const float* Layer::cache_view(const Tensor& cached) {
+  return op_view(cached, precision_, cache_scratch_, half_scratch_);
+}
+
+float* Layer::begin_result(Tensor& out, const Shape& shape) {
+  if (precision_ == amp::Precision::kFloat32) {
+    out.resize(shape, DType::kFloat32);
+    return out.data();
+  }
+  result_shape_ = shape;
+  result_scratch_.resize(shape.numel());
+  return result_scratch_.data();
+}
+
+void Layer::end_result(Tensor& out) {
+  if (precision_ == amp::Precision::kFloat16) {
+    store(result_scratch_.data(), result_shape_, DType::kFloat16, out);
+  }
+}
+
+void Layer::finish_gradient(std::size_t i) {
+  if (precision_ == amp::Precision::kFloat16) {
+    round_through_half(grad(i), params_[i].numel, half_scratch_);
   }
 }
 

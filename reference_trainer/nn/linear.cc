@@ -23,17 +23,16 @@ void Linear::forward(const Tensor& input, Tensor& output, bool training) {
     throw std::invalid_argument(describe() + ": expects input [N, " + std::to_string(in_) +
                                 "], got " + input.shape().to_string());
   }
+  begin_forward(input);
   const std::size_t n = input.dim(0);
-  const float* w = value(0);
-  const float* b = value(1);
-  output.resize({n, out_});
-  float* y = output.data();
+  const float* x = input_view(input);
+  const float* w = op_value(0);
+  const float* b = op_value(1);
+  float* y = begin_result(output, {n, out_});
   for (std::size_t r = 0; r < n; ++r) std::copy(b, b + out_, y + r * out_);
-  gemm(false, true, n, out_, in_, 1.0f, input.data(), in_, w, in_, 1.0f, y, out_);
-  if (training) {
-    input_.resize(input.shape());
-    std::copy(input.data(), input.data() + input.numel(), input_.data());
-  }
+  gemm(false, true, n, out_, in_, 1.0f, x, in_, w, in_, 1.0f, y, out_);
+  end_result(output);
+  if (training) store(x, input.shape(), op_dtype(), input_);
   has_input_ = training;
 }
 
@@ -45,9 +44,9 @@ void Linear::backward(const Tensor& grad_output, Tensor* grad_input) {
                                 " does not match the output [" + std::to_string(n) + ", " +
                                 std::to_string(out_) + "]");
   }
-  const float* dy = grad_output.data();
+  const float* dy = grad_view(grad_output);
   // dW [out, in] = dy^T [out, N] * x [N, in]
-  gemm(true, false, out_, in_, n, 1.0f, dy, out_, input_.data(), in_, 0.0f, grad(0), in_);
+  gemm(true, false, out_, in_, n, 1.0f, dy, out_, cache_view(input_), in_, 0.0f, grad(0), in_);
   // db = column sum of dy
   float* db = grad(1);
   std::fill(db, db + out_, 0.0f);
@@ -55,10 +54,13 @@ void Linear::backward(const Tensor& grad_output, Tensor* grad_input) {
     const float* row = dy + r * out_;
     for (std::size_t j = 0; j < out_; ++j) db[j] += row[j];
   }
+  finish_gradient(0);
+  finish_gradient(1);
   if (grad_input != nullptr) {
     // dx [N, in] = dy [N, out] * W [out, in]
-    grad_input->resize({n, in_});
-    gemm(false, false, n, in_, out_, 1.0f, dy, out_, value(0), in_, 0.0f, grad_input->data(), in_);
+    float* dx = begin_result(*grad_input, {n, in_});
+    gemm(false, false, n, in_, out_, 1.0f, dy, out_, op_value(0), in_, 0.0f, dx, in_);
+    end_result(*grad_input);
   }
 }
 

@@ -17,6 +17,7 @@ class Linear final : public Layer {
   // input [N, in] -> output [N, out].
   void forward(const Tensor& input, Tensor& output, bool training) override;
   void backward(const Tensor& grad_output, Tensor* grad_input) override;
+  const char* op_name() const override { return "linear"; }
 
   std::size_t in_features() const { return in_; }
   std::size_t out_features() const { return out_; }
@@ -24,7 +25,7 @@ class Linear final : public Layer {
  private:
   std::size_t in_;
   std::size_t out_;
-  Tensor input_;  // the weight gradient needs it
+  Tensor input_;  // the weight gradient needs it (in the op's dtype)
   bool has_input_ = false;
 };
 

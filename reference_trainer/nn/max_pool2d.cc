@@ -1,5 +1,6 @@
 #include "reference_trainer/nn/max_pool2d.h"
 
+#include <algorithm>
 #include <limits>
 #include <stdexcept>
 
@@ -23,11 +24,14 @@ void MaxPool2d::forward(const Tensor& input, Tensor& output, bool training) {
   const std::size_t w = s[3];
   const std::size_t oh_n = h / kernel_;
   const std::size_t ow_n = w / kernel_;
-  output.resize({s[0], s[1], oh_n, ow_n});
-  if (training) argmax_.resize(output.numel());
+  begin_forward(input);
+  const float* in = input_view(input);
+  const Shape out_shape{s[0], s[1], oh_n, ow_n};
+  float* out = begin_result(output, out_shape);
+  if (training) argmax_.resize(out_shape.numel());
   for (std::size_t p = 0; p < planes; ++p) {
-    const float* x = input.data() + p * h * w;
-    float* y = output.data() + p * oh_n * ow_n;
+    const float* x = in + p * h * w;
+    float* y = out + p * oh_n * ow_n;
     for (std::size_t oh = 0; oh < oh_n; ++oh) {
       for (std::size_t ow = 0; ow < ow_n; ++ow) {
         std::size_t best = oh * kernel_ * w + ow * kernel_;
@@ -43,8 +47,9 @@ void MaxPool2d::forward(const Tensor& input, Tensor& output, bool training) {
       }
     }
   }
+  end_result(output);
   input_shape_ = s;
-  output_shape_ = output.shape();
+  output_shape_ = out_shape;
   has_input_ = training;
 }
 
@@ -55,15 +60,15 @@ void MaxPool2d::backward(const Tensor& grad_output, Tensor* grad_input) {
                                 " does not match the output " + output_shape_.to_string());
   }
   if (grad_input == nullptr) return;
-  grad_input->resize(input_shape_);
-  grad_input->fill(0.0f);
+  const float* dy = grad_view(grad_output);
+  float* dx = begin_result(*grad_input, input_shape_);
+  std::fill(dx, dx + input_shape_.numel(), 0.0f);
   const std::size_t plane_in = input_shape_[2] * input_shape_[3];
   const std::size_t plane_out = output_shape_[2] * output_shape_[3];
-  const float* dy = grad_output.data();
-  float* dx = grad_input->data();
   for (std::size_t o = 0; o < grad_output.numel(); ++o) {
     dx[(o / plane_out) * plane_in + argmax_[o]] += dy[o];
   }
+  end_result(*grad_input);
 }
 
 }  // namespace gw::trainer

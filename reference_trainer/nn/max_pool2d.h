@@ -19,6 +19,7 @@ class MaxPool2d final : public Layer {
   // ties the first maximum in row-major window order wins, and only it receives the gradient.
   void forward(const Tensor& input, Tensor& output, bool training) override;
   void backward(const Tensor& grad_output, Tensor* grad_input) override;
+  const char* op_name() const override { return "max_pool2d"; }
 
  private:
   std::size_t kernel_;

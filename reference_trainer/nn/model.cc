@@ -101,7 +101,7 @@ void Model::check_batch(const float* images, const std::uint8_t* labels, std::si
 
 const Tensor& Model::run_forward(const float* images, std::size_t batch, bool training) {
   Tensor& input = activations_[0];
-  input.resize(sample_shape_.with_batch(batch));
+  input.resize(sample_shape_.with_batch(batch), DType::kFloat32);
   std::copy(images, images + input.numel(), input.data());
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     layers_[i].layer->forward(activations_[i], activations_[i + 1], training);
@@ -109,13 +109,35 @@ const Tensor& Model::run_forward(const float* images, std::size_t batch, bool tr
   return activations_.back();
 }
 
+void Model::set_op_policy(const amp::OpPolicy* policy) {
+  if (policy != nullptr) {
+    for (const std::string& op : op_names()) policy->list_of(op);  // throws on an unknown op
+  }
+  for (ModelLayer& l : layers_) l.layer->set_op_policy(policy);
+  loss_.set_op_policy(policy);
+}
+
+std::vector<std::string> Model::op_names() const {
+  std::vector<std::string> ops;
+  for (const ModelLayer& l : layers_) ops.emplace_back(l.layer->op_name());
+  ops.emplace_back(SoftmaxCrossEntropy::kOpName);
+  return ops;
+}
+
+std::vector<amp::Precision> Model::precisions() const {
+  std::vector<amp::Precision> out;
+  for (const ModelLayer& l : layers_) out.push_back(l.layer->precision());
+  out.push_back(loss_.precision());
+  return out;
+}
+
 float Model::forward_backward(const float* images, const std::uint8_t* labels, std::size_t batch,
-                              const GradientReadyFn& on_gradient_ready) {
+                              const GradientReadyFn& on_gradient_ready, float loss_scale) {
   check_batch(images, labels, batch, "forward_backward");
   const float loss = loss_.forward(run_forward(images, batch, true), labels);
   Tensor* grad_out = &grad_a_;
   Tensor* grad_in = &grad_b_;
-  loss_.backward(*grad_out);
+  loss_.backward(*grad_out, loss_scale);
   for (std::size_t i = layers_.size(); i-- > 0;) {
     layers_[i].layer->backward(*grad_out, i == 0 ? nullptr : grad_in);
     if (on_gradient_ready) {

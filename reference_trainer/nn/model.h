@@ -66,14 +66,29 @@ class Model {
   // floats. Throws std::invalid_argument on a wrong count or a null pointer.
   void bind_gradients(const std::vector<float*>& grads);
 
+  // Mixed precision: every layer and the loss run in the precision `policy` decides for their op
+  // (Note [CPU rendering of fp16 ops]); nullptr (the default) runs everything in fp32. The
+  // parameters stay fp32 (the master weights). Throws std::invalid_argument, changing nothing,
+  // when the policy does not know one of the model's ops.
+  void set_op_policy(const amp::OpPolicy* policy);
+  // The op of every layer, in order, then the loss's ("linear", "relu", ...,
+  // "softmax_cross_entropy").
+  std::vector<std::string> op_names() const;
+  // The precision each of them ran in at the last forward (same order as op_names()).
+  std::vector<amp::Precision> precisions() const;
+  // What the last forward kept: [0] the input, [i + 1] layer i's output (its dtype is the one
+  // layer i ran in).
+  const Tensor& activation(std::size_t i) const { return activations_.at(i); }
+
   // images: batch x input_size() floats; labels: batch values below num_classes(). Runs forward
-  // and backward, OVERWRITES every parameter's gradient with that of the mean loss over the batch
-  // and returns the mean loss. As soon as a layer's gradients are final it calls
+  // and backward, OVERWRITES every parameter's gradient with that of loss_scale times the mean
+  // loss over the batch (mixed precision's loss scaling; 1 otherwise) and returns the mean loss,
+  // unscaled. As soon as a layer's gradients are final it calls
   // on_gradient_ready(i) for each of its parameters, so the calls come in reverse registration
   // order (last parameter first), once per parameter. Allocates nothing once warmed up at a batch
   // size.
   float forward_backward(const float* images, const std::uint8_t* labels, std::size_t batch,
-                         const GradientReadyFn& on_gradient_ready = {});
+                         const GradientReadyFn& on_gradient_ready = {}, float loss_scale = 1.0f);
 
   // Forward only. Adds the SUM of the per-sample losses to *loss_sum and the number of correct
   // argmax predictions to *correct (either may be null when not wanted).

@@ -6,15 +6,13 @@
 namespace gw::trainer {
 
 void ReLU::forward(const Tensor& input, Tensor& output, bool training) {
-  output.resize(input.shape());
-  const float* x = input.data();
-  float* y = output.data();
+  begin_forward(input);
+  const float* x = input_view(input);
+  float* y = begin_result(output, input.shape());
   const std::size_t n = input.numel();
   for (std::size_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
-  if (training) {
-    input_.resize(input.shape());
-    std::copy(x, x + n, input_.data());
-  }
+  end_result(output);
+  if (training) store(x, input.shape(), op_dtype(), input_);
   has_input_ = training;
 }
 
@@ -25,12 +23,12 @@ void ReLU::backward(const Tensor& grad_output, Tensor* grad_input) {
                                 " does not match the input " + input_.shape().to_string());
   }
   if (grad_input == nullptr) return;
-  grad_input->resize(input_.shape());
-  const float* x = input_.data();
-  const float* dy = grad_output.data();
-  float* dx = grad_input->data();
+  const float* x = cache_view(input_);
+  const float* dy = grad_view(grad_output);
+  float* dx = begin_result(*grad_input, input_.shape());
   const std::size_t n = input_.numel();
   for (std::size_t i = 0; i < n; ++i) dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+  end_result(*grad_input);
 }
 
 }  // namespace gw::trainer

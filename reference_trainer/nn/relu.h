@@ -15,6 +15,7 @@ class ReLU final : public Layer {
   void forward(const Tensor& input, Tensor& output, bool training) override;
   // The gradient at exactly 0 is taken as 0 (as PyTorch does).
   void backward(const Tensor& grad_output, Tensor* grad_input) override;
+  const char* op_name() const override { return "relu"; }
 
  private:
   Tensor input_;

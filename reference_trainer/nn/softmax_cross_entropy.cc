@@ -5,6 +5,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/elementwise.h"
+#include "reference_trainer/nn/precision.h"
+
 namespace gw::trainer {
 namespace {
 
@@ -17,10 +20,39 @@ void check_logits(const Tensor& logits, const char* who) {
   }
 }
 
+// Row r of logits in fp32 (converted into `row` when the logits are fp16).
+const float* logits_row(const Tensor& logits, std::size_t r, float* row) {
+  const std::size_t classes = logits.dim(1);
+  if (logits.dtype() == DType::kFloat32) return logits.data() + r * classes;
+  kernels::cast_fp16_to_fp32(logits.half_data() + r * classes, row, classes, Device::kHost);
+  return row;
+}
+
+float round_to_half(float x) {
+  Half h;
+  kernels::cast_fp32_to_fp16(&x, &h, 1, Device::kHost);
+  kernels::cast_fp16_to_fp32(&h, &x, 1, Device::kHost);
+  return x;
+}
+
 }  // namespace
 
-float SoftmaxCrossEntropy::forward(const Tensor& logits, const std::uint8_t* labels) {
-  check_logits(logits, "forward");
+void SoftmaxCrossEntropy::set_op_policy(const amp::OpPolicy* policy) {
+  if (policy != nullptr) {
+    if_fp32_input_ = policy->decide(kOpName, /*any_input_fp32=*/true);
+    if_fp16_input_ = policy->decide(kOpName, /*any_input_fp32=*/false);
+  } else {
+    if_fp32_input_ = if_fp16_input_ = amp::Precision::kFloat32;
+  }
+}
+
+float SoftmaxCrossEntropy::forward(const Tensor& logits_in, const std::uint8_t* labels) {
+  check_logits(logits_in, "forward");
+  precision_ = logits_in.dtype() == DType::kFloat32 ? if_fp32_input_ : if_fp16_input_;
+  const bool half = precision_ == amp::Precision::kFloat16;
+  // The logits as this op reads them, as an fp32 tensor of the same shape.
+  const float* z_all = op_view(logits_in, precision_, logits_scratch_, half_scratch_);
+  const Tensor& logits = logits_in;
   const std::size_t n = logits.dim(0);
   const std::size_t classes = logits.dim(1);
   for (std::size_t r = 0; r < n; ++r) {
@@ -34,7 +66,7 @@ float SoftmaxCrossEntropy::forward(const Tensor& logits, const std::uint8_t* lab
   labels_.assign(labels, labels + n);
   double sum = 0.0;
   for (std::size_t r = 0; r < n; ++r) {
-    const float* z = logits.data() + r * classes;
+    const float* z = z_all + r * classes;
     float* p = probs_.data() + r * classes;
     const float m = *std::max_element(z, z + classes);
     float total = 0.0f;
@@ -45,24 +77,34 @@ float SoftmaxCrossEntropy::forward(const Tensor& logits, const std::uint8_t* lab
     const float inv = 1.0f / total;
     for (std::size_t c = 0; c < classes; ++c) p[c] *= inv;
     // -log softmax(z)_y = log(sum exp(z - m)) - (z_y - m)
-    sum += static_cast<double>(std::log(total) - (z[labels[r]] - m));
+    const float sample_loss = std::log(total) - (z[labels[r]] - m);
+    sum += static_cast<double>(half ? round_to_half(sample_loss) : sample_loss);
   }
+  if (half) round_through_half(probs_.data(), probs_.numel(), half_scratch_);
   loss_sum_ = sum;
   return static_cast<float>(sum / static_cast<double>(n));
 }
 
-void SoftmaxCrossEntropy::backward(Tensor& grad_logits) const {
+void SoftmaxCrossEntropy::backward(Tensor& grad_logits, float loss_scale) {
   if (labels_.empty()) {
     throw std::logic_error("SoftmaxCrossEntropy: backward() without a forward() before it");
   }
   const std::size_t n = probs_.dim(0);
   const std::size_t classes = probs_.dim(1);
-  grad_logits.resize(probs_.shape());
-  const float scale = 1.0f / static_cast<float>(n);
+  const float scale = loss_scale / static_cast<float>(n);
+  const bool half = precision_ == amp::Precision::kFloat16;
+  float* g;
+  if (half) {
+    grad_scratch_.resize(probs_.numel());
+    g = grad_scratch_.data();
+  } else {
+    grad_logits.resize(probs_.shape(), DType::kFloat32);
+    g = grad_logits.data();
+  }
   const float* p = probs_.data();
-  float* g = grad_logits.data();
   for (std::size_t i = 0; i < probs_.numel(); ++i) g[i] = p[i] * scale;
   for (std::size_t r = 0; r < n; ++r) g[r * classes + labels_[r]] -= scale;
+  if (half) store(g, probs_.shape(), DType::kFloat16, grad_logits);
 }
 
 std::size_t SoftmaxCrossEntropy::argmax(const float* row, std::size_t n) {
@@ -72,8 +114,9 @@ std::size_t SoftmaxCrossEntropy::argmax(const float* row, std::size_t n) {
 void SoftmaxCrossEntropy::predict(const Tensor& logits, std::uint8_t* predictions) {
   check_logits(logits, "predict");
   const std::size_t classes = logits.dim(1);
+  float row[256];
   for (std::size_t r = 0; r < logits.dim(0); ++r) {
-    predictions[r] = static_cast<std::uint8_t>(argmax(logits.data() + r * classes, classes));
+    predictions[r] = static_cast<std::uint8_t>(argmax(logits_row(logits, r, row), classes));
   }
 }
 
@@ -81,8 +124,9 @@ std::int64_t SoftmaxCrossEntropy::count_correct(const Tensor& logits, const std:
   check_logits(logits, "count_correct");
   const std::size_t classes = logits.dim(1);
   std::int64_t correct = 0;
+  float row[256];
   for (std::size_t r = 0; r < logits.dim(0); ++r) {
-    if (argmax(logits.data() + r * classes, classes) == labels[r]) ++correct;
+    if (argmax(logits_row(logits, r, row), classes) == labels[r]) ++correct;
   }
   return correct;
 }

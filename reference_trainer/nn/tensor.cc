@@ -1,14 +1,48 @@
 #include "reference_trainer/nn/tensor.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/elementwise.h"
 
 namespace gw::trainer {
 
-void Tensor::resize(const Shape& shape) {
+const char* to_string(DType dtype) { return dtype == DType::kFloat16 ? "fp16" : "fp32"; }
+
+void Tensor::resize(const Shape& shape, DType dtype) {
   shape_ = shape;
-  values_.resize(shape.numel());
+  numel_ = shape.numel();
+  if (dtype != dtype_) {
+    // The other storage keeps its capacity for the next switch back; its values are not carried.
+    if (dtype == DType::kFloat32) {
+      values_.assign(numel_, 0.0f);
+    } else {
+      halves_.assign(numel_, Half{0});
+    }
+    dtype_ = dtype;
+    return;
+  }
+  if (dtype == DType::kFloat32) {
+    values_.resize(numel_);
+  } else {
+    halves_.resize(numel_);
+  }
 }
 
-void Tensor::fill(float value) { std::fill(values_.begin(), values_.end(), value); }
+void Tensor::fill(float value) {
+  if (dtype_ == DType::kFloat32) {
+    std::fill(values_.begin(), values_.begin() + static_cast<std::ptrdiff_t>(numel_), value);
+    return;
+  }
+  Half h;
+  kernels::cast_fp32_to_fp16(&value, &h, 1, Device::kHost);
+  std::fill(halves_.begin(), halves_.begin() + static_cast<std::ptrdiff_t>(numel_), h);
+}
+
+void Tensor::throw_wrong_dtype(DType wanted) const {
+  throw std::logic_error("Tensor " + shape_.to_string() + " holds " + to_string(dtype_) +
+                         " values; " + to_string(wanted) + " access asked for");
+}
 
 }  // namespace gw::trainer

@@ -7,8 +7,10 @@
 #include <cstdlib>
 #include <new>
 #include <random>
+#include <tuple>
 #include <vector>
 
+#include "amp/op_policy.h"
 #include "reference_trainer/nn/make_model.h"
 #include "reference_trainer/optim/adam.h"
 #include "reference_trainer/optim/sgd.h"
@@ -30,10 +32,12 @@ void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 namespace gw::trainer {
 namespace {
 
-class AllocationTest : public ::testing::TestWithParam<const char*> {};
+class AllocationTest : public ::testing::TestWithParam<std::tuple<const char*, bool>> {};
 
 TEST_P(AllocationTest, HotPathAllocatesNothingOnceWarm) {
-  const auto m = make_model(GetParam(), 1);
+  const auto m = make_model(std::get<0>(GetParam()), 1);
+  const amp::OpPolicy policy = amp::OpPolicy::defaults();
+  if (std::get<1>(GetParam())) m->set_op_policy(&policy);  // mixed precision
   const std::size_t batch = 8;
   std::mt19937_64 rng(2);
   std::vector<float> images(batch * m->input_size());
@@ -66,7 +70,9 @@ TEST_P(AllocationTest, HotPathAllocatesNothingOnceWarm) {
   EXPECT_EQ(ready, 3 * m->parameters().size());
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, AllocationTest, ::testing::Values("mlp", "cnn"));
+INSTANTIATE_TEST_SUITE_P(Kinds, AllocationTest,
+                         ::testing::Combine(::testing::Values("mlp", "cnn"),
+                                            ::testing::Bool()));
 
 }  // namespace
 }  // namespace gw::trainer
