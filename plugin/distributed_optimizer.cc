@@ -40,7 +40,17 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<CountingCommunicator>
   check_sync_supports(sync, *inner_);
   policy_ = sync_policies::SyncPolicy(sync.policy);
   average_state_ = sync.average_state;
-  delta_wire_ = compression.name == "fp16";
+  delta_wire_ = compression.name == "fp16";  // GRADWIRE_COMPRESSOR's choice, not AMP's wire
+  amp_ = read_amp_settings(config_);
+  if (amp_.enabled) {
+    // Note [Mixed precision in the step].
+    if (amp_.comm_fp16 && compression.name == "none") compression.name = "fp16";
+    check_after_exchange_ = compression.name == "none" || compression.name == "fp16";
+    scaler_ = std::make_unique<amp::LossScaler>(amp_.scaler);
+  }
+  gradient_wire_ = compression.name == "none" ? "fp32"
+                   : compression.name == "fp16" ? "fp16"
+                                                : "sparse";
   sync_stats_.policy = policy_.name();
 
   std::set<std::string> names;
@@ -91,10 +101,15 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<CountingCommunicator>
   if (comm_->rank() == 0) {
     log_.log(LogLevel::kInfo,
              "%zu parameters (%zu floats, %.2f MB) in one flat gradient buffer; %d ranks; "
-             "inner optimizer %s; compressor %s; gradients %s over ranks; sync %s",
+             "inner optimizer %s; compressor %s; gradients %s over ranks; sync %s%s",
              params_.size(), flat_gradients_.size(), flat_gradients_.size() * 4 / 1e6,
              comm_->size(), inner_->name().c_str(), compressor_->name().c_str(),
-             average_ ? "averaged" : "summed", policy_.name().c_str());
+             average_ ? "averaged" : "summed", policy_.name().c_str(),
+             scaler_ ? ("; mixed precision (" + amp_.ops.describe() + "; loss scale " +
+                        std::to_string(scaler_->scale()) + (amp_.scaler.dynamic ? ", dynamic" : ", static") +
+                        "; gradient wire " + gradient_wire_ + ")")
+                           .c_str()
+                     : "");
   }
 }
 
@@ -159,12 +174,53 @@ void DistributedOptimizer::collect_gradients() {
   if (steps_ == measure_from_step_) {
     bytes_at_warmup_end_ = comm_->counters()[TrafficKind::kGradient].sent_bytes;
   }
-  if (policy_.exchanges_gradients(steps_)) {
+  const bool exchanging = policy_.exchanges_gradients(steps_);
+  overflow_ = false;
+  exchanged_ = false;
+  if (scaler_ && !(exchanging && check_after_exchange_)) {
+    // Before the exchange (Note [Mixed precision in the step]).
+    overflow_ = any_rank_overflowed(!unscale_and_check(/*apply_multipliers=*/false));
+    if (overflow_) return;  // the step is skipped: nothing is sent, no residual sees it
+  }
+  if (exchanging) {
     exchange_gradients();
+    if (scaler_ && check_after_exchange_) overflow_ = !unscale_and_check(/*apply_multipliers=*/true);
   } else {
     // A local step: this rank's own gradient is what the inner optimizer uses, unscaled.
     std::fill(multiplier_.begin(), multiplier_.end(), target_multiplier());
   }
+}
+
+bool DistributedOptimizer::unscale_and_check(bool apply_multipliers) {
+  const float inv_scale = 1.0f / scaler_->scale();
+  const auto factor = [&](std::size_t parameter) {
+    return apply_multipliers ? needed_scale(parameter) * inv_scale : inv_scale;
+  };
+  // One pass over the bucket: adjacent tensors with the same factor (all of them, on a dense
+  // exchange) go through one call.
+  bool finite = true;
+  const std::vector<compressors::TensorSlot>& tensors = bucket_.tensors;
+  for (std::size_t i = 0; i < tensors.size();) {
+    const float f = factor(tensors[i].parameter);
+    std::size_t end = tensors[i].offset + tensors[i].numel;
+    std::size_t j = i + 1;
+    for (; j < tensors.size() && tensors[j].offset == end && factor(tensors[j].parameter) == f;
+         ++j) {
+      end += tensors[j].numel;
+    }
+    const std::size_t begin = tensors[i].offset;
+    finite = kernels::scale_and_check_finite(bucket_.data + begin, f, end - begin, Device::kHost) &&
+             finite;
+    i = j;
+  }
+  if (apply_multipliers) std::fill(multiplier_.begin(), multiplier_.end(), target_multiplier());
+  return finite;
+}
+
+bool DistributedOptimizer::any_rank_overflowed(bool overflow) {
+  std::int32_t flag = overflow ? 1 : 0;
+  comm_->allreduce(&flag, 1, DataType::kInt32, ReduceOp::kMax, TrafficKind::kControl);
+  return flag != 0;
 }
 
 void DistributedOptimizer::exchange_gradients() {
@@ -191,6 +247,7 @@ void DistributedOptimizer::exchange_gradients() {
              plan.dense_fallback ? ", dense fallback" : "");
   }
   ++sync_stats_.gradient_exchanges;
+  exchanged_ = true;
 }
 
 float DistributedOptimizer::needed_scale(std::size_t i) const {
@@ -239,6 +296,27 @@ void DistributedOptimizer::step() {
     }
   }
   for (std::size_t i = 0; i < views_.size(); ++i) views_[i].grad_scale = needed_scale(i);
+  const bool skip = overflow_;
+  if (scaler_) {
+    const float scale = scaler_->scale();
+    scaler_->update(steps_, skip);
+    if (skip) {
+      // A run that keeps overflowing at the floor has diverged (the nan is not the scale's).
+      const bool stuck = scaler_->at_floor() && scaler_->consecutive_skips() > 1;
+      const LogLevel level = stuck ? LogLevel::kWarn : LogLevel::kDebug;
+      if (log_.enabled(level)) {
+        log_.log(level,
+                 "step %lld: gradients overflowed at loss scale %g on some rank; step skipped on "
+                 "every rank, loss scale now %g%s",
+                 static_cast<long long>(steps_), static_cast<double>(scale),
+                 static_cast<double>(scaler_->scale()),
+                 stuck ? (" (the floor, " + std::to_string(scaler_->consecutive_skips()) +
+                          " overflowing steps in a row: the loss or the gradients are not finite "
+                          "at any scale)").c_str()
+                       : "");
+      }
+    }
+  }
   if (local) {
     if (delta_wire_ && !anchor_valid_) {
       // The first local step after synchronous ones (or the start): every rank holds the same
@@ -253,10 +331,11 @@ void DistributedOptimizer::step() {
   } else {
     anchor_valid_ = false;  // synchronous steps move every rank's parameters away from it
   }
-  inner_->step(views_);
+  if (!skip) inner_->step(views_);
   synchronized_ = false;
+  overflow_ = false;
   loss_reported_ = false;
-  if (!local && steps_ >= measure_from_step_) {
+  if (exchanged_ && steps_ >= measure_from_step_) {
     ++stats_.steps_after_warmup;
     stats_.gradient_bytes_after_warmup =
         comm_->counters()[TrafficKind::kGradient].sent_bytes - bytes_at_warmup_end_;
@@ -384,12 +463,13 @@ void DistributedOptimizer::average_state() {
 
 namespace {
 
-// Note [Optimizer state stream]: the 8-byte magic "GWDOPT2\0", the step count (i64), the
+// Note [Optimizer state stream]: the 8-byte magic "GWDOPT3\0", the step count (i64), the
 // compressor's state (Note [Compressor state format]), the inner optimizer's, the sync policy's
 // (Note [Sync policy state format]), then in host byte order this rank's loss sum since the last
-// averaging point (f64) and its count (i64), the local steps since the last averaging (i64), and
-// the fp16 anchor: a flag (u8), its element count (u64) and its floats.
-constexpr char kStateMagic[8] = {'G', 'W', 'D', 'O', 'P', 'T', '2', '\0'};
+// averaging point (f64) and its count (i64), the local steps since the last averaging (i64), the
+// fp16 anchor: a flag (u8), its element count (u64) and its floats; and mixed precision: a flag
+// (u8) and, when set, the loss scaler's state (Note [Loss scaler state format]).
+constexpr char kStateMagic[8] = {'G', 'W', 'D', 'O', 'P', 'T', '3', '\0'};
 
 constexpr const char* kLoadContext = "DistributedOptimizer::load_state";
 using binary::put;
@@ -415,6 +495,8 @@ void DistributedOptimizer::save_state(std::ostream& out) const {
   put<std::uint64_t>(out, anchor_size);
   out.write(reinterpret_cast<const char*>(anchor_.data()),
             static_cast<std::streamsize>(anchor_size * sizeof(float)));
+  put<std::uint8_t>(out, scaler_ ? 1 : 0);
+  if (scaler_) scaler_->save_state(out);
   if (!out) throw std::runtime_error("DistributedOptimizer::save_state: error while writing");
 }
 
@@ -427,15 +509,16 @@ void DistributedOptimizer::load_state(std::istream& in) {
     throw std::runtime_error("DistributedOptimizer::load_state: not a gradwire optimizer state" +
                              std::string(in && std::memcmp(magic, kStateMagic, 6) == 0
                                              ? " of this version (format " +
-                                                   std::string(1, magic[6]) + ", expected 2)"
+                                                   std::string(1, magic[6]) + ", expected 3)"
                                              : ""));
   }
   // Each part's load is all-or-nothing; keep copies so that a failure in a later part restores
   // the earlier ones too.
-  std::stringstream compressor_before, inner_before, policy_before;
+  std::stringstream compressor_before, inner_before, policy_before, scaler_before;
   compressor_->save_state(compressor_before);
   inner_->save_state(inner_before);
   policy_.save_state(policy_before);
+  if (scaler_) scaler_->save_state(scaler_before);
   double loss_sum = 0;
   std::int64_t loss_count = 0, local_steps = 0;
   bool anchor_valid = false;
@@ -459,10 +542,19 @@ void DistributedOptimizer::load_state(std::istream& in) {
     }
     anchor.resize(anchor_size);
     binary::read_bytes(in, anchor.data(), anchor_size * sizeof(float), kLoadContext);
+    const auto amp_flag = get<std::uint8_t>(in);
+    if (amp_flag != (scaler_ ? 1 : 0)) {
+      throw std::runtime_error(
+          std::string("DistributedOptimizer::load_state: the state was saved with ") +
+          config::keys::kAmp + "=" + (amp_flag == 1 ? "1" : "0") + ", this run has " +
+          config::keys::kAmp + "=" + (scaler_ ? "1" : "0"));
+    }
+    if (scaler_) scaler_->load_state(in);
   } catch (...) {
     compressor_->load_state(compressor_before);
     inner_->load_state(inner_before);
     policy_.load_state(policy_before);
+    if (scaler_) scaler_->load_state(scaler_before);
     throw;
   }
   steps_ = steps;

@@ -14,7 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "amp/loss_scaler.h"
 #include "compressors/compressor.h"
+#include "plugin/amp_settings.h"
 #include "plugin/bucket_exchange.h"
 #include "plugin/comm/counting_communicator.h"
 #include "plugin/config/config.h"
@@ -95,6 +97,27 @@ struct SyncStats {
 // average(delta) and the anchor to that value. Either way every rank computes the same bits from
 // the same reduced buffer, so after a point all ranks hold identical parameters.
 
+// Note [Mixed precision in the step]
+// Under GRADWIRE_AMP=1 the program multiplies its loss by loss_scale() before backward (the
+// reference trainer scales the loss's gradient), so the gradients reach the flat buffer scaled,
+// and fp16 ops' gradients that would flush to zero survive. The step then unscales them and
+// checks them for inf and NaN in one fused pass per bucket (kernels::scale_and_check_finite), in
+// one of two places, so that every rank reaches the same decision:
+// - after the exchange, when it is a dense one of a stateless compressor (none, or fp16, which
+//   GRADWIRE_AMP_COMM_FP16=1 makes of none): every rank then holds the same reduced bits, and an
+//   inf or NaN on any rank is in everyone's sum, so no extra collective is needed. The pass also
+//   applies the 1/n of the average. The scaled gradients travel on the fp16 wire, which is where
+//   loss scaling keeps small values representable; a sum that leaves fp16's range is an overflow
+//   like any other.
+// - before the exchange, for topk and dgc (their residuals and DGC's momentum accumulate across
+//   steps, stay fp32 and must never hold a scaled or non-finite value) and on local SGD's local
+//   steps (no exchange at all): each rank unscales and checks its own gradient, then one max
+//   allreduce of a 4-byte flag (control traffic) makes the decision common. On an overflow the
+//   exchange does not run.
+// A step with an overflow anywhere is skipped on every rank: the inner optimizer does not run, so
+// parameters and optimizer state are untouched, and the loss scaler backs off (amp::LossScaler).
+// The step count, the sync policy's schedule and the compressor's warm-up still advance.
+
 class DistributedOptimizer {
  public:
   using Options = DistributedOptimizerOptions;
@@ -147,9 +170,19 @@ class DistributedOptimizer {
   // Copies rank 0's parameter values to every rank (traffic kind parameter). Collective.
   void broadcast_parameters();
 
+  // Mixed precision (Note [Mixed precision in the step]): what the program multiplies its loss by
+  // before backward; 1 when GRADWIRE_AMP=0.
+  float loss_scale() const { return scaler_ ? scaler_->scale() : 1.0f; }
+  // The settings read at construction (ops: the policy the program's ops consult).
+  const AmpSettings& amp_settings() const { return amp_; }
+  // The loss scaler (scale history, skipped steps); null when GRADWIRE_AMP=0.
+  const amp::LossScaler* loss_scaler() const { return scaler_.get(); }
+  // What the gradients travel as: "fp32", "fp16" or "sparse" (topk/dgc messages).
+  const std::string& gradient_wire() const { return gradient_wire_; }
+
   // The whole state a resumed run needs beside the parameters: the step count, the compressor's
-  // state (residuals, DGC momentum), the inner optimizer's, and the sync policy's (schedule,
-  // adaptive reference, the loss since the last averaging point, the fp16 anchor). load_state
+  // state (residuals, DGC momentum), the inner optimizer's, the sync policy's (schedule, adaptive
+  // reference, the loss since the last averaging point, the fp16 anchor) and the loss scaler's. load_state
   // throws std::runtime_error on a stream from another configuration or layout, leaving
   // everything as it was.
   void save_state(std::ostream& out) const;
@@ -182,6 +215,11 @@ class DistributedOptimizer {
   float target_multiplier() const;
   // What the inner optimizer must multiply parameter i's gradient by.
   float needed_scale(std::size_t i) const;
+  // Mixed precision: unscales the gradients (times needed_scale(i) when `apply_multipliers`) in
+  // one pass per bucket and returns true when all are finite.
+  bool unscale_and_check(bool apply_multipliers);
+  // Mixed precision: max-allreduce of this rank's overflow flag; true when any rank overflowed.
+  bool any_rank_overflowed(bool overflow);
   // Checks the gradient_ready contract for this step and clears the marks.
   void take_ready_marks();
   // Averages the parameters (and state) over ranks; `scheduled`: an averaging point of the policy.
@@ -222,6 +260,13 @@ class DistributedOptimizer {
   bool loss_reported_ = false;     // in the current step
   SyncStats sync_stats_;
   std::vector<ParameterView> views_;
+  // Mixed precision (Note [Mixed precision in the step]).
+  AmpSettings amp_;
+  std::unique_ptr<amp::LossScaler> scaler_;
+  bool check_after_exchange_ = false;  // stateless dense exchange: unscale the reduced gradients
+  bool overflow_ = false;              // this step's gradients overflowed on some rank
+  bool exchanged_ = false;             // this step's gradients were exchanged
+  std::string gradient_wire_;
   std::vector<char> ready_;
   std::size_t ready_count_ = 0;
   std::int64_t steps_ = 0;

@@ -7,6 +7,7 @@
 #include <exception>
 #include <iostream>
 
+#include "plugin/amp_settings.h"
 #include "plugin/comm/counting_communicator.h"
 #include "plugin/comm/mpi/mpi_runtime.h"
 #include "plugin/compressor_factory.h"
@@ -47,11 +48,12 @@ int main(int argc, char** argv) {
       return 0;
     }
 
-    // Compressor and sync settings and their fit with the optimizer (dgc needs SGD), before MPI
-    // starts.
+    // Compressor, sync and mixed-precision settings and their fit with the optimizer (dgc needs
+    // SGD), before MPI starts.
     const auto probe = gw::trainer::make_optimizer(*options);
     gw::check_compressor_supports(gw::read_compressor_settings(config), *probe);
     gw::check_sync_supports(gw::read_sync_settings(config), *probe);
+    gw::read_amp_settings(config);
 
     gw::trainer::FashionMnist data = gw::trainer::load_fashion_mnist(options->data_dir);
     if (options->train_subset > 0) {

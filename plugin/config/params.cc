@@ -162,6 +162,110 @@ Registry make_registry() {
   }
   {
     ParamSpec p;
+    p.key = keys::kAmp;
+    p.type = ParamType::kBool;
+    p.default_text = "0";
+    p.description =
+        "Mixed precision: ops on GRADWIRE_AMP_ALLOW's list run in fp16 over fp32 master weights, "
+        "the loss is scaled, and steps whose gradients overflow are skipped on every rank.";
+    r.add(p);
+  }
+  {
+    ParamSpec p;
+    p.key = keys::kAmpAllow;
+    p.type = ParamType::kString;
+    p.allow_empty = true;
+    p.default_text = "";
+    p.description =
+        "AMP: comma list of ops moved to the allow list (always fp16); defaults: linear, "
+        "conv2d.";
+    r.add(p);
+  }
+  {
+    ParamSpec p;
+    p.key = keys::kAmpDeny;
+    p.type = ParamType::kString;
+    p.allow_empty = true;
+    p.default_text = "";
+    p.description =
+        "AMP: comma list of ops moved to the deny list (always fp32); default: "
+        "softmax_cross_entropy. The others (relu, max_pool2d, flatten) follow their inputs.";
+    r.add(p);
+  }
+  {
+    ParamSpec p;
+    p.key = keys::kAmpInitScale;
+    p.type = ParamType::kFloat;
+    p.default_text = "32768";
+    p.min = 0;
+    p.max = 3.0e38;
+    p.description = "AMP: the loss scale at the first step (> 0).";
+    r.add(p);
+  }
+  {
+    ParamSpec p;
+    p.key = keys::kAmpGrowthInterval;
+    p.type = ParamType::kInt;
+    p.default_text = "1000";
+    p.min = 1;
+    p.max = 1000000000;
+    p.description = "AMP: clean steps in a row after which the dynamic loss scale grows.";
+    r.add(p);
+  }
+  {
+    ParamSpec p;
+    p.key = keys::kAmpGrowthFactor;
+    p.type = ParamType::kFloat;
+    p.default_text = "2";
+    p.min = 1;
+    p.max = 65536;
+    p.description = "AMP: what the dynamic loss scale is multiplied by when it grows (> 1).";
+    r.add(p);
+  }
+  {
+    ParamSpec p;
+    p.key = keys::kAmpBackoffFactor;
+    p.type = ParamType::kFloat;
+    p.default_text = "0.5";
+    p.min = 0;
+    p.max = 1;
+    p.description = "AMP: what the dynamic loss scale is multiplied by after an overflow (0..1).";
+    r.add(p);
+  }
+  {
+    ParamSpec p;
+    p.key = keys::kAmpMinScale;
+    p.type = ParamType::kFloat;
+    p.default_text = "1";
+    p.min = 0;
+    p.max = 3.0e38;
+    p.description =
+        "AMP: the floor of the dynamic loss scale, so a run that keeps overflowing for other "
+        "reasons cannot drive it to zero (> 0).";
+    r.add(p);
+  }
+  {
+    ParamSpec p;
+    p.key = keys::kAmpDynamic;
+    p.type = ParamType::kBool;
+    p.default_text = "1";
+    p.description =
+        "AMP: 1 adapts the loss scale (back off on overflow, grow after clean steps); 0 keeps "
+        "GRADWIRE_AMP_INIT_SCALE (overflowing steps are still skipped).";
+    r.add(p);
+  }
+  {
+    ParamSpec p;
+    p.key = keys::kAmpCommFp16;
+    p.type = ParamType::kBool;
+    p.default_text = "1";
+    p.description =
+        "AMP: exchange dense gradients in fp16 (half the bytes of fp32); topk and dgc messages "
+        "keep fp32 values.";
+    r.add(p);
+  }
+  {
+    ParamSpec p;
     p.key = keys::kGradientReduction;
     p.type = ParamType::kEnum;
     p.choices = {"average", "sum"};

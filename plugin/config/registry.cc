@@ -73,7 +73,7 @@ std::string ParamSpec::accepted() const {
       return out.str();
     }
     case ParamType::kString:
-      return "a non-empty string";
+      return allow_empty ? "a string (may be empty)" : "a non-empty string";
     case ParamType::kFloatList:
       out << "a comma-separated list of numbers, each in [" << format_number(min) << ", "
           << format_number(max) << "]";
@@ -141,7 +141,7 @@ Value Registry::parse(const ParamSpec& spec, std::string_view text) const {
       reject(spec, text, "");
     }
     case ParamType::kString:
-      if (text.empty()) reject(spec, text, "empty");
+      if (text.empty() && !spec.allow_empty) reject(spec, text, "empty");
       return std::string(text);
     case ParamType::kFloatList: {
       std::vector<double> values;

@@ -30,6 +30,7 @@ struct ParamSpec {
   double max = 0;
   bool rank_local = false;  // may differ across ranks (log level, file paths): not hashed
   std::string description;  // one line
+  bool allow_empty = false;  // kString: "" is a value (an empty list), not an error
 
   // What is accepted, in words: "one of: none, fp16" or "an integer in [1, 64]".
   std::string accepted() const;

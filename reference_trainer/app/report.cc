@@ -79,6 +79,29 @@ std::uint64_t exchange_bytes_max_rank(const std::vector<TrafficCounters>& traffi
   return out;
 }
 
+nlohmann::json amp_json(const AmpResult& amp) {
+  if (!amp.enabled) return {{"enabled", false}};
+  nlohmann::json history = nlohmann::json::array();
+  for (const amp::ScaleChange& c : amp.scale_history) {
+    history.push_back({{"step", c.step}, {"scale", c.scale}, {"event", amp::to_string(c.event)}});
+  }
+  return {
+      {"enabled", true},
+      {"allow", amp.allow},
+      {"deny", amp.deny},
+      {"infer", amp.infer},
+      {"gradient_wire", amp.gradient_wire},
+      {"dynamic_loss_scale", amp.dynamic},
+      {"init_loss_scale", amp.init_scale},
+      {"final_loss_scale", amp.final_scale},
+      {"skipped_steps", amp.skipped_steps},
+      {"loss_scale_history", history},
+      {"loss_scale_history_is",
+       "the initial scale (step -1), then every change: the step it followed and backoff (that "
+       "step overflowed and was skipped on every rank) or growth"},
+  };
+}
+
 nlohmann::json sync_json(const SyncStats& sync, const std::vector<CompressionStats>& compression,
                          double exchanged, std::int64_t steps) {
   std::uint64_t dense = 0;
@@ -177,6 +200,7 @@ nlohmann::json make_report(const TrainerOptions& options, const config::Config& 
       {"compression",
        compression_json(result.compression_per_rank, result.traffic_per_rank, result.steps)},
       {"sync", sync_json(result.sync, result.compression_per_rank, exchanged, result.steps)},
+      {"amp", amp_json(result.amp)},
       {"traffic_is",
        "bytes per rank from gradwire's communicator counters (see Note [What the counters "
        "count] in plugin/comm/counting_communicator.h)"},
@@ -243,6 +267,18 @@ std::string summary_text(const nlohmann::json& r) {
                   c["compression_ratio_after_warmup"].get<double>(),
                   c["compression_ratio_overall"].get<double>(),
                   static_cast<long long>(c["dense_fallbacks"].get<std::int64_t>()));
+    out << line;
+  }
+  const auto& amp = r["amp"];
+  if (amp["enabled"].get<bool>()) {
+    std::snprintf(line, sizeof line,
+                  "%-28s fp16 ops: %s; gradient wire %s; loss scale %g -> %g (%zu changes); "
+                  "%lld steps skipped\n",
+                  "mixed precision", amp["allow"].dump().c_str(),
+                  amp["gradient_wire"].get<std::string>().c_str(),
+                  amp["init_loss_scale"].get<double>(), amp["final_loss_scale"].get<double>(),
+                  amp["loss_scale_history"].size() - 1,
+                  static_cast<long long>(amp["skipped_steps"].get<std::int64_t>()));
     out << line;
   }
   return out.str();

@@ -123,6 +123,10 @@ TrainResult train(const TrainerOptions& options, const config::Config& config,
   dopt_options.read_environment = false;  // `config` already holds the environment
   DistributedOptimizer optimizer(comm, make_optimizer(options), std::move(specs), dopt_options);
   model->bind_gradients(optimizer.gradient_views());
+  // Mixed precision: every op of the model consults the policy the optimizer read
+  // (GRADWIRE_AMP_ALLOW / GRADWIRE_AMP_DENY over the defaults), and backward scales the loss.
+  const AmpSettings& amp = optimizer.amp_settings();
+  if (amp.enabled) model->set_op_policy(&amp.ops);
 
   EpochSharder sharder(data.train.size(), world, rank, options.batch_size, options.seed);
   const std::size_t steps_per_epoch = sharder.steps_per_epoch();
@@ -162,7 +166,8 @@ TrainResult train(const TrainerOptions& options, const config::Config& config,
       sharder.batch(static_cast<std::uint64_t>(epoch - 1), step, indices);
       gather(data.train, indices, images, labels);
       const double loss =
-          model->forward_backward(images.data(), labels.data(), indices.size(), on_ready);
+          model->forward_backward(images.data(), labels.data(), indices.size(), on_ready,
+                                  optimizer.loss_scale());
       loss_sum += loss;
       optimizer.report_loss(loss);
       optimizer.step();
@@ -210,6 +215,18 @@ TrainResult train(const TrainerOptions& options, const config::Config& config,
   result.traffic_per_rank = gather_traffic(*comm);
   result.compression_per_rank = gather_compression(optimizer.compression_stats(), *comm);
   result.sync = optimizer.sync_stats();
+  if (const amp::LossScaler* scaler = optimizer.loss_scaler()) {
+    result.amp.enabled = true;
+    result.amp.allow = amp.ops.ops_in(amp::OpList::kAllow);
+    result.amp.deny = amp.ops.ops_in(amp::OpList::kDeny);
+    result.amp.infer = amp.ops.ops_in(amp::OpList::kInfer);
+    result.amp.gradient_wire = optimizer.gradient_wire();
+    result.amp.dynamic = scaler->options().dynamic;
+    result.amp.init_scale = scaler->options().init_scale;
+    result.amp.final_scale = scaler->scale();
+    result.amp.skipped_steps = scaler->skipped_steps();
+    result.amp.scale_history = scaler->history();
+  }
   if (is_root) {
     result.final_parameters.reserve(model->num_parameters());
     for (const auto& p : model->parameters()) {

@@ -27,6 +27,18 @@ struct EpochResult {
   std::uint64_t parameter_bytes_sent = 0;  // likewise (local SGD's averaging)
 };
 
+// What mixed precision did (GRADWIRE_AMP=1); the same on every rank.
+struct AmpResult {
+  bool enabled = false;
+  std::vector<std::string> allow, deny, infer;  // the op lists in force
+  std::string gradient_wire;                    // fp32, fp16 or sparse
+  bool dynamic = true;
+  float init_scale = 1;
+  float final_scale = 1;
+  std::int64_t skipped_steps = 0;
+  std::vector<amp::ScaleChange> scale_history;  // [0] the initial scale, then each change
+};
+
 struct TrainResult {
   int world_size = 1;
   std::int64_t steps = 0;
@@ -40,6 +52,7 @@ struct TrainResult {
   std::vector<TrafficCounters> traffic_per_rank;       // gathered at the end, index = rank
   std::vector<CompressionStats> compression_per_rank;  // likewise
   SyncStats sync;  // the same on every rank
+  AmpResult amp;
   std::vector<float> final_parameters;                 // rank 0's, in registration order
 };
 
