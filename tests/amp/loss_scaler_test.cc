@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "amp_test_util.h"
+
 namespace gw::amp {
 namespace {
 
@@ -60,16 +62,7 @@ void play(LossScaler& s, std::int64_t first, const std::vector<Step>& script) {
   }
 }
 
-template <typename F>
-std::string invalid_argument_of(F f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no std::invalid_argument";
-  return "";
-}
+using testing::invalid_argument_of;
 
 TEST(ScaleEvent, Names) {
   EXPECT_STREQ(to_string(ScaleEvent::kInitial), "initial");

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "amp_test_util.h"
+
 namespace gw::amp {
 namespace {
 
@@ -16,17 +18,7 @@ using Names = std::vector<std::string>;
 constexpr const char* kKnownOps =
     "linear, conv2d, relu, max_pool2d, flatten, softmax_cross_entropy";
 
-// The message of the std::invalid_argument that f throws ("" and a failure when it does not).
-template <typename F>
-std::string invalid_argument_of(F f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no std::invalid_argument";
-  return "";
-}
+using testing::invalid_argument_of;
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
