@@ -42,6 +42,12 @@ TEST(Registry, EveryGradwireParameterParsesItsDefaultAndRejectsGarbage) {
     EXPECT_FALSE(p.description.empty());
     EXPECT_EQ(config.source(p.key), Source::kDefault);
     EXPECT_EQ(config.text(p.key), p.default_text) << "write the default canonically";
+    if (p.allow_empty) {
+      // An empty list (GRADWIRE_AMP_ALLOW=""), not an error.
+      EXPECT_EQ(p.type, ParamType::kString);
+      EXPECT_EQ(std::get<std::string>(reg.parse(p, "")), "");
+      continue;
+    }
     for (const char* bad : {"%%bad%%", "", " 1"}) {
       if (p.type == ParamType::kString && std::string(bad) != "") continue;
       expect_config_error([&] { reg.parse(p, bad); },
