@@ -99,17 +99,18 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<CountingCommunicator>
   check_same_on_all_ranks(*comm_, config_.canonical() + layout_canonical());
   if (config_.get_bool(config::keys::kBroadcastParameters)) broadcast_parameters();
   if (comm_->rank() == 0) {
+    const std::string amp_line =
+        scaler_ ? "; mixed precision (" + amp_.ops.describe() + "; loss scale " +
+                      std::to_string(scaler_->scale()) +
+                      (amp_.scaler.dynamic ? ", dynamic" : ", static") + "; gradient wire " +
+                      gradient_wire_ + ")"
+                : "";
     log_.log(LogLevel::kInfo,
              "%zu parameters (%zu floats, %.2f MB) in one flat gradient buffer; %d ranks; "
              "inner optimizer %s; compressor %s; gradients %s over ranks; sync %s%s",
              params_.size(), flat_gradients_.size(), flat_gradients_.size() * 4 / 1e6,
              comm_->size(), inner_->name().c_str(), compressor_->name().c_str(),
-             average_ ? "averaged" : "summed", policy_.name().c_str(),
-             scaler_ ? ("; mixed precision (" + amp_.ops.describe() + "; loss scale " +
-                        std::to_string(scaler_->scale()) + (amp_.scaler.dynamic ? ", dynamic" : ", static") +
-                        "; gradient wire " + gradient_wire_ + ")")
-                           .c_str()
-                     : "");
+             average_ ? "averaged" : "summed", policy_.name().c_str(), amp_line.c_str());
   }
 }
 
@@ -179,42 +180,23 @@ void DistributedOptimizer::collect_gradients() {
   exchanged_ = false;
   if (scaler_ && !(exchanging && check_after_exchange_)) {
     // Before the exchange (Note [Mixed precision in the step]).
-    overflow_ = any_rank_overflowed(!unscale_and_check(/*apply_multipliers=*/false));
+    overflow_ = any_rank_overflowed(!unscale_and_check());
     if (overflow_) return;  // the step is skipped: nothing is sent, no residual sees it
   }
   if (exchanging) {
     exchange_gradients();
-    if (scaler_ && check_after_exchange_) overflow_ = !unscale_and_check(/*apply_multipliers=*/true);
+    if (scaler_ && check_after_exchange_) overflow_ = !unscale_and_check();
   } else {
     // A local step: this rank's own gradient is what the inner optimizer uses, unscaled.
     std::fill(multiplier_.begin(), multiplier_.end(), target_multiplier());
   }
 }
 
-bool DistributedOptimizer::unscale_and_check(bool apply_multipliers) {
-  const float inv_scale = 1.0f / scaler_->scale();
-  const auto factor = [&](std::size_t parameter) {
-    return apply_multipliers ? needed_scale(parameter) * inv_scale : inv_scale;
-  };
-  // One pass over the bucket: adjacent tensors with the same factor (all of them, on a dense
-  // exchange) go through one call.
-  bool finite = true;
-  const std::vector<compressors::TensorSlot>& tensors = bucket_.tensors;
-  for (std::size_t i = 0; i < tensors.size();) {
-    const float f = factor(tensors[i].parameter);
-    std::size_t end = tensors[i].offset + tensors[i].numel;
-    std::size_t j = i + 1;
-    for (; j < tensors.size() && tensors[j].offset == end && factor(tensors[j].parameter) == f;
-         ++j) {
-      end += tensors[j].numel;
-    }
-    const std::size_t begin = tensors[i].offset;
-    finite = kernels::scale_and_check_finite(bucket_.data + begin, f, end - begin, Device::kHost) &&
-             finite;
-    i = j;
-  }
-  if (apply_multipliers) std::fill(multiplier_.begin(), multiplier_.end(), target_multiplier());
-  return finite;
+bool DistributedOptimizer::unscale_and_check() {
+  // The 1/n of the average stays with multiplier_ (Note [Who divides by the world size]), so one
+  // factor covers the whole bucket.
+  return kernels::scale_and_check_finite(bucket_.data, 1.0f / scaler_->scale(), bucket_.numel,
+                                         Device::kHost);
 }
 
 bool DistributedOptimizer::any_rank_overflowed(bool overflow) {

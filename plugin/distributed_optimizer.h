@@ -105,8 +105,9 @@ struct SyncStats {
 // one of two places, so that every rank reaches the same decision:
 // - after the exchange, when it is a dense one of a stateless compressor (none, or fp16, which
 //   GRADWIRE_AMP_COMM_FP16=1 makes of none): every rank then holds the same reduced bits, and an
-//   inf or NaN on any rank is in everyone's sum, so no extra collective is needed. The pass also
-//   applies the 1/n of the average. The scaled gradients travel on the fp16 wire, which is where
+//   inf or NaN on any rank is in everyone's sum, so no extra collective is needed. The 1/n of the
+//   average stays where it always is (Note [Who divides by the world size]), so the pass has one
+//   factor for the whole bucket. The scaled gradients travel on the fp16 wire, which is where
 //   loss scaling keeps small values representable; a sum that leaves fp16's range is an overflow
 //   like any other.
 // - before the exchange, for topk and dgc (their residuals and DGC's momentum accumulate across
@@ -215,9 +216,9 @@ class DistributedOptimizer {
   float target_multiplier() const;
   // What the inner optimizer must multiply parameter i's gradient by.
   float needed_scale(std::size_t i) const;
-  // Mixed precision: unscales the gradients (times needed_scale(i) when `apply_multipliers`) in
-  // one pass per bucket and returns true when all are finite.
-  bool unscale_and_check(bool apply_multipliers);
+  // Mixed precision: divides the gradients by the loss scale in one pass per bucket and returns
+  // true when all are finite.
+  bool unscale_and_check();
   // Mixed precision: max-allreduce of this rank's overflow flag; true when any rank overflowed.
   bool any_rank_overflowed(bool overflow);
   // Checks the gradient_ready contract for this step and clears the marks.

@@ -1,10 +1,8 @@
 #include "reference_trainer/nn/tensor.h"
 
-#include <algorithm>
 #include <stdexcept>
 #include <string>
 
-#include "kernels/elementwise.h"
 
 namespace gw::trainer {
 
@@ -28,16 +26,6 @@ void Tensor::resize(const Shape& shape, DType dtype) {
   } else {
     halves_.resize(numel_);
   }
-}
-
-void Tensor::fill(float value) {
-  if (dtype_ == DType::kFloat32) {
-    std::fill(values_.begin(), values_.begin() + static_cast<std::ptrdiff_t>(numel_), value);
-    return;
-  }
-  Half h;
-  kernels::cast_fp32_to_fp16(&value, &h, 1, Device::kHost);
-  std::fill(halves_.begin(), halves_.begin() + static_cast<std::ptrdiff_t>(numel_), h);
 }
 
 void Tensor::throw_wrong_dtype(DType wanted) const {

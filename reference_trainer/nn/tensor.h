@@ -24,8 +24,6 @@ class Tensor {
   // allocates (the training hot path relies on this). New elements are zero; kept ones keep their
   // values when the dtype stays the same.
   void resize(const Shape& shape, DType dtype = DType::kFloat32);
-  // Every element = value (rounded to binary16 in an fp16 tensor).
-  void fill(float value);
 
   const Shape& shape() const { return shape_; }
   DType dtype() const { return dtype_; }

@@ -10,34 +10,22 @@
 #include <random>
 #include <sstream>
 
-#include "plugin/comm/mpi/mpi_runtime.h"
-#include "plugin/config/params.h"
-#include "plugin/distributed_optimizer.h"
+#include "plugin_test_util.h"
 #include "reference_trainer/optim/sgd.h"
 
 namespace gw {
 namespace {
 
 namespace keys = config::keys;
-using Settings = std::vector<std::pair<const char*, const char*>>;
+using testing::Settings;
+using testing::settings;
+using testing::world;
 
 std::unique_ptr<trainer::Sgd> sgd(double momentum = 0.0) {
   trainer::Sgd::Options o;
   o.lr = 0.05;
   o.momentum = momentum;
   return std::make_unique<trainer::Sgd>(o);
-}
-
-DistributedOptimizerOptions settings(const Settings& values) {
-  DistributedOptimizerOptions o;
-  o.read_environment = false;
-  o.config.set(keys::kLogLevel, "error");
-  for (const auto& [k, v] : values) o.config.set(k, v);
-  return o;
-}
-
-std::shared_ptr<CountingCommunicator> world() {
-  return std::make_shared<CountingCommunicator>(make_mpi_world_communicator());
 }
 
 constexpr std::size_t kBig = 3000, kSmall = 40;
@@ -114,8 +102,11 @@ TEST_P(AmpInject, NonFiniteGradientOnOneRankMakesEveryRankSkipAndBackOff) {
   EXPECT_EQ(scaler.history()[1].event, amp::ScaleEvent::kBackoff);
   EXPECT_EQ(scaler.history()[2].step, 5);
   // Nothing non-finite reached the parameters, nor (topk, dgc) the residuals that the later
-  // steps sent.
+  // steps sent, which were sparse exchanges.
   EXPECT_TRUE(all_finite(model.flat()));
+  if (std::string(GetParam().wire) == "sparse") {
+    EXPECT_GT(opt.compression_stats().sparse_exchanges, 0);
+  }
 }
 
 const Settings kLocal = {{keys::kSync, "local_sgd"}, {keys::kLocalSgdK, "4"}};
@@ -125,10 +116,14 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(InjectCase{"fp16_wire", {}, 0.0, "fp16"},
                       InjectCase{"fp32_wire", {{keys::kAmpCommFp16, "0"}}, 0.0, "fp32"},
                       InjectCase{"topk",
-                                 {{keys::kCompressor, "topk"}, {keys::kDgcSparsity, "0.9"}},
+                                 {{keys::kCompressor, "topk"},
+                                  {keys::kDgcSparsity, "0.9"},
+                                  {keys::kDgcMinNumel, "1000"}},  // "big" goes sparse
                                  0.0, "sparse"},
                       InjectCase{"dgc",
-                                 {{keys::kCompressor, "dgc"}, {keys::kDgcSparsity, "0.9"}},
+                                 {{keys::kCompressor, "dgc"},
+                                  {keys::kDgcSparsity, "0.9"},
+                                  {keys::kDgcMinNumel, "1000"}},
                                  0.9, "sparse"},
                       InjectCase{"local_sgd", kLocal, 0.0, "fp16"}),
     [](const auto& info) { return std::string(info.param.name); });

@@ -8,9 +8,7 @@
 #include <sstream>
 
 #include "compressors/sparse_message.h"
-#include "plugin/comm/mpi/mpi_runtime.h"
-#include "plugin/config/params.h"
-#include "plugin/distributed_optimizer.h"
+#include "plugin_test_util.h"
 #include "reference_trainer/optim/adam.h"
 #include "reference_trainer/optim/sgd.h"
 
@@ -45,17 +43,12 @@ struct Model {
   }
 };
 
-DistributedOptimizerOptions settings(std::vector<std::pair<const char*, const char*>> values) {
-  DistributedOptimizerOptions o;
-  o.read_environment = false;
-  o.config.set(keys::kDgcMinNumel, "1000");
-  o.config.set(keys::kLogLevel, "warn");
-  for (const auto& [k, v] : values) o.config.set(k, v);
-  return o;
-}
+using testing::world;
 
-std::shared_ptr<CountingCommunicator> world() {
-  return std::make_shared<CountingCommunicator>(make_mpi_world_communicator());
+// testing::settings with every tensor above 1000 elements compressible.
+DistributedOptimizerOptions settings(testing::Settings values) {
+  values.insert(values.begin(), {keys::kDgcMinNumel, "1000"});
+  return testing::settings(values);
 }
 
 double relative_difference(const std::vector<float>& a, const std::vector<float>& b) {

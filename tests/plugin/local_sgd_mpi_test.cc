@@ -10,9 +10,7 @@
 #include <random>
 #include <sstream>
 
-#include "plugin/comm/mpi/mpi_runtime.h"
-#include "plugin/config/params.h"
-#include "plugin/distributed_optimizer.h"
+#include "plugin_test_util.h"
 #include "reference_trainer/optim/adam.h"
 #include "reference_trainer/optim/sgd.h"
 
@@ -20,7 +18,9 @@ namespace gw {
 namespace {
 
 namespace keys = config::keys;
-using Settings = std::vector<std::pair<const char*, const char*>>;
+using testing::Settings;
+using testing::settings;
+using testing::world;
 
 std::unique_ptr<trainer::Sgd> sgd(double momentum = 0.0, double weight_decay = 0.0) {
   trainer::Sgd::Options o;
@@ -60,24 +60,11 @@ struct Model {
     for (std::size_t i = 0; i < small.size(); ++i) g[i] = noise(rng) + pull(small[i]);
   }
   static float pull(float w) { return 0.3f * w + 0.5f * w * w * w; }
-
 };
 
 // A loss that falls with the step and differs by rank, so the mean over ranks matters.
 double scripted_loss(std::int64_t step, int rank) {
   return 2.0 / (1.0 + 0.05 * static_cast<double>(step)) * (1.0 + 0.1 * rank);
-}
-
-DistributedOptimizerOptions settings(const Settings& values) {
-  DistributedOptimizerOptions o;
-  o.read_environment = false;
-  o.config.set(keys::kLogLevel, "warn");
-  for (const auto& [k, v] : values) o.config.set(k, v);
-  return o;
-}
-
-std::shared_ptr<CountingCommunicator> world() {
-  return std::make_shared<CountingCommunicator>(make_mpi_world_communicator());
 }
 
 void train(Model& model, DistributedOptimizer& opt, int rank, std::int64_t from, std::int64_t to) {
