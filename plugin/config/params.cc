@@ -266,6 +266,30 @@ Registry make_registry() {
   }
   {
     ParamSpec p;
+    p.key = keys::kFusionThresholdMb;
+    p.type = ParamType::kFloat;
+    p.default_text = "16";
+    p.min = 0;
+    p.max = 65536;
+    p.description =
+        "Tensor fusion: the most MiB of gradients in one bucket, filled in reverse registration "
+        "order (a larger tensor gets a bucket of its own); 0: one bucket per tensor.";
+    r.add(p);
+  }
+  {
+    ParamSpec p;
+    p.key = keys::kTimeline;
+    p.type = ParamType::kString;
+    p.default_text = "";
+    p.allow_empty = true;
+    p.rank_local = true;
+    p.description =
+        "Write a Chrome trace of every bucket's phases to this path, one file per rank "
+        "(PATH.rankR.json; {rank} in PATH is replaced instead); empty: off.";
+    r.add(p);
+  }
+  {
+    ParamSpec p;
     p.key = keys::kGradientReduction;
     p.type = ParamType::kEnum;
     p.choices = {"average", "sum"};
