@@ -7,7 +7,7 @@ using compressors::DenseWire;
 const compressors::ExchangePlan& BucketExchange::run(Communicator& comm,
                                                      compressors::Compressor& compressor,
                                                      const compressors::BucketView& bucket,
-                                                     TrafficKind kind) {
+                                                     TrafficKind kind, ExchangeTimes* times) {
   const int n = comm.size();
   compressor.plan_into(bucket, n, plan_);
   const compressors::ExchangePlan& plan = plan_;
@@ -28,6 +28,7 @@ const compressors::ExchangePlan& BucketExchange::run(Communicator& comm,
   payload.sparse = &sparse_;
 
   compressor.encode(bucket, plan, n, payload);
+  if (times) times->encoded = std::chrono::steady_clock::now();
 
   if (payload.dense_count > 0) {
     const bool half = plan.dense_wire == DenseWire::kFloat16;
@@ -50,10 +51,12 @@ const compressors::ExchangePlan& BucketExchange::run(Communicator& comm,
                     words_per_rank_, DataType::kInt32, kind);
     compressors::validate_sparse_messages(bucket, plan, received_.data(), words_per_rank_);
   }
+  if (times) times->exchanged = std::chrono::steady_clock::now();
   compressors::decode_dense(bucket, plan, payload);
   if (!plan.sparse.empty()) {
     compressors::accumulate_sparse_messages(bucket, plan, received_.data(), words_per_rank_);
   }
+  if (times) times->decoded = std::chrono::steady_clock::now();
   return plan;
 }
 

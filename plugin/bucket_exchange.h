@@ -2,6 +2,7 @@
 // allreduce (fp32 or fp16), sparse allgatherv, checked decode.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -11,6 +12,11 @@
 
 namespace gw {
 
+// When each phase of one run ended (the timeline's encode / exchange / decode spans).
+struct ExchangeTimes {
+  std::chrono::steady_clock::time_point encoded, exchanged, decoded;
+};
+
 class BucketExchange {
  public:
   // Afterwards bucket.data holds, per tensor, the sum over ranks, except the dense part of an fp16
@@ -19,10 +25,11 @@ class BucketExchange {
   // peer throws compressors::PayloadError naming it, on every rank, before the bucket is touched.
   // `kind` is what the counters charge the bucket's payload to: gradients, or parameters when local
   // SGD averages them through the same path. Returns the plan that ran (valid until the next
-  // call).
+  // call). `times`, when given, receives the end of each phase.
   const compressors::ExchangePlan& run(Communicator& comm, compressors::Compressor& compressor,
                                        const compressors::BucketView& bucket,
-                                       TrafficKind kind = TrafficKind::kGradient);
+                                       TrafficKind kind = TrafficKind::kGradient,
+                                       ExchangeTimes* times = nullptr);
 
  private:
   // Reused from step to step: once grown, a step allocates only the per-rank count vector that

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <istream>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <sstream>
@@ -68,22 +70,39 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<CountingCommunicator>
     offset += params_.back().spec.numel;
   }
   flat_gradients_.assign(offset, 0.0f);
-  ready_.assign(params_.size(), 0);
   multiplier_.assign(params_.size(), 1.0f);
   views_.reserve(params_.size());
-  bucket_.data = flat_gradients_.data();
-  bucket_.numel = flat_gradients_.size();
   std::vector<std::size_t> numels;
   for (std::size_t i = 0; i < params_.size(); ++i) {
     const Registered& p = params_[i];
     views_.push_back(
         ParameterView{p.spec.name, p.spec.value, flat_gradients_.data() + p.offset, p.spec.numel});
-    bucket_.tensors.push_back({i, p.offset, p.spec.numel});
     numels.push_back(p.spec.numel);
   }
   parameter_flat_.assign(offset, 0.0f);
-  parameter_bucket_ = bucket_;
-  parameter_bucket_.data = parameter_flat_.data();
+
+  // Tensor fusion (Note [Buckets in the step]).
+  const double threshold_mib = config_.get_float(config::keys::kFusionThresholdMb);
+  plan_ = fusion::plan_buckets(numels, fusion::threshold_bytes_from_mib(threshold_mib));
+  for (const fusion::Bucket& b : plan_.buckets) {
+    compressors::BucketView view;
+    view.index = b.index;
+    view.data = flat_gradients_.data() + b.offset;
+    view.numel = b.numel;
+    for (std::size_t i = b.begin; i < b.end; ++i) {
+      view.tensors.push_back({i, params_[i].offset - b.offset, params_[i].spec.numel});
+    }
+    buckets_.push_back(view);
+    view.data = parameter_flat_.data() + b.offset;
+    parameter_buckets_.push_back(std::move(view));
+  }
+  exchanges_.resize(plan_.size());
+  parameter_exchanges_.resize(plan_.size());
+  tracker_ = fusion::LaunchTracker(plan_);
+  times_.resize(plan_.size());
+  run_order_.reserve(2 * plan_.size());
+  inject_ = options.inject_engine_failure;
+
   if (delta_wire_) {
     parameter_compressor_ = std::make_unique<compressors::Fp16Compressor>();
   } else {
@@ -96,8 +115,23 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<CountingCommunicator>
   stats_.dense_bytes_per_step = CountingCommunicator::allreduce_bytes(
       flat_gradients_.size(), sizeof(float), comm_->rank(), comm_->size());
 
+  if (const std::string& path = config_.get_string(config::keys::kTimeline); !path.empty()) {
+    std::vector<std::string> tracks = {"program thread: steps"};
+    for (const fusion::Bucket& b : plan_.buckets) {
+      const std::string& first = params_[b.end - 1].spec.name;
+      const std::string& last = params_[b.begin].spec.name;
+      char mb[32];
+      std::snprintf(mb, sizeof mb, "%.2f MB", static_cast<double>(b.numel) * 4 / 1e6);
+      tracks.push_back("bucket " + std::to_string(b.index) + ": " + first +
+                       (b.end - b.begin > 1 ? " .. " + last : "") + " (" + mb + ")");
+    }
+    timeline_ = std::make_unique<Timeline>(path, comm_->rank(), tracks);
+  }
+
   check_same_on_all_ranks(*comm_, config_.canonical() + layout_canonical());
   if (config_.get_bool(config::keys::kBroadcastParameters)) broadcast_parameters();
+  engine_ = std::make_unique<Engine>([this](std::size_t b) { run_job(b); }, plan_.size());
+  previous_step_end_ = Timeline::Clock::now();
   if (comm_->rank() == 0) {
     const std::string amp_line =
         scaler_ ? "; mixed precision (" + amp_.ops.describe() + "; loss scale " +
@@ -106,11 +140,14 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<CountingCommunicator>
                       gradient_wire_ + ")"
                 : "";
     log_.log(LogLevel::kInfo,
-             "%zu parameters (%zu floats, %.2f MB) in one flat gradient buffer; %d ranks; "
-             "inner optimizer %s; compressor %s; gradients %s over ranks; sync %s%s",
+             "%zu parameters (%zu floats, %.2f MB) in one flat gradient buffer, %s (fusion "
+             "threshold %g MiB); %d ranks; inner optimizer %s; compressor %s; gradients %s over "
+             "ranks; sync %s%s%s",
              params_.size(), flat_gradients_.size(), flat_gradients_.size() * 4 / 1e6,
-             comm_->size(), inner_->name().c_str(), compressor_->name().c_str(),
-             average_ ? "averaged" : "summed", policy_.name().c_str(), amp_line.c_str());
+             plan_.describe(sizeof(float)).c_str(), threshold_mib, comm_->size(),
+             inner_->name().c_str(), compressor_->name().c_str(),
+             average_ ? "averaged" : "summed", policy_.name().c_str(), amp_line.c_str(),
+             timeline_ ? ("; timeline " + timeline_->path()).c_str() : "");
   }
 }
 
@@ -141,29 +178,120 @@ std::vector<float*> DistributedOptimizer::gradient_views() {
 }
 
 void DistributedOptimizer::gradient_ready(std::size_t i) {
+  throw_if_failed();
   if (i >= params_.size()) {
     throw std::logic_error("gradient_ready: parameter index " + std::to_string(i) + " of " +
                            std::to_string(params_.size()));
   }
-  if (ready_[i]) {
+  if (tracker_.is_marked(i)) {
     throw std::logic_error("gradient_ready: parameter '" + params_[i].spec.name +
                            "' reported ready twice in step " + std::to_string(steps_));
   }
-  ready_[i] = 1;
-  ++ready_count_;
+  if (tracker_.none_marked()) begin_gradients();
+  launch_released(tracker_.mark_ready(i));
 }
 
-void DistributedOptimizer::take_ready_marks() {
-  if (ready_count_ != 0 && ready_count_ != params_.size()) {
-    std::string missing;
-    for (std::size_t i = 0; i < params_.size(); ++i) {
-      if (!ready_[i]) missing += (missing.empty() ? "" : ", ") + params_[i].spec.name;
-    }
-    throw std::logic_error("step " + std::to_string(steps_) +
-                           ": gradient_ready was not called for: " + missing);
+void DistributedOptimizer::begin_gradients() {
+  if (timeline_) first_ready_ = Timeline::Clock::now();
+  if (steps_ == measure_from_step_) {
+    bytes_at_warmup_end_ = comm_->counters()[TrafficKind::kGradient].sent_bytes;
   }
-  std::fill(ready_.begin(), ready_.end(), 0);
-  ready_count_ = 0;
+  exchanging_ = policy_.exchanges_gradients(steps_);
+  overflow_ = false;
+  exchanged_ = false;
+  job_overflow_ = false;
+  step_dense_tensors_ = step_sparse_tensors_ = 0;
+  step_fallback_ = false;
+  run_order_.clear();
+  if (scaler_ && !(exchanging_ && check_after_exchange_)) {
+    // Each rank checks its own gradients first (Note [Mixed precision in the step]).
+    job_ = Job::kCheck;
+  } else if (exchanging_) {
+    compressor_->begin_step(steps_);
+    job_ = Job::kExchange;
+  } else {
+    job_ = Job::kNone;  // a local step without AMP: nothing to do per bucket
+  }
+}
+
+void DistributedOptimizer::launch_released(std::size_t count) {
+  if (count == 0 || job_ == Job::kNone) return;
+  const std::size_t end = tracker_.released();
+  for (std::size_t b = end - count; b < end; ++b) {
+    if (timeline_) times_[b].released = Timeline::Clock::now();
+    engine_->launch(b);
+  }
+}
+
+void DistributedOptimizer::run_job(std::size_t b) {
+  const bool timed = timeline_ != nullptr;
+  BucketTimes& t = times_[b];
+  if (timed) t.started = Timeline::Clock::now();
+  if (job_ != Job::kAverageParameters) run_order_.push_back(b);
+  if (inject_.step == steps_ && inject_.bucket == b &&
+      (inject_.rank < 0 || inject_.rank == comm_->rank())) {
+    throw std::runtime_error("injected failure (test)");
+  }
+  switch (job_) {
+    case Job::kExchange: {
+      exchange_bucket(b);
+      t.exchange_ran = true;
+      if (scaler_ && check_after_exchange_ && !unscale_and_check(b)) job_overflow_ = true;
+      if (timed) t.checked = Timeline::Clock::now();
+      break;
+    }
+    case Job::kCheck:
+      if (!unscale_and_check(b)) job_overflow_ = true;
+      t.check_ran = true;
+      if (timed) t.checked = Timeline::Clock::now();
+      break;
+    case Job::kAverageParameters:
+      if (timed) t.average_begin = t.started;
+      average_bucket(b);
+      t.average_ran = true;
+      if (timed) t.average_end = Timeline::Clock::now();
+      break;
+    case Job::kNone:
+      break;
+  }
+}
+
+void DistributedOptimizer::wait_engine() {
+  const std::optional<Engine::Failure> failure = engine_->wait();
+  if (!failure) return;
+  const fusion::Bucket& b = plan_.buckets[failure->bucket];
+  const std::string context =
+      "gradwire engine on rank " + std::to_string(comm_->rank()) + ", step " +
+      std::to_string(steps_) + ", bucket " + std::to_string(b.index) + " of " +
+      std::to_string(plan_.size()) + " (" + params_[b.end - 1].spec.name +
+      (b.end - b.begin > 1 ? " .. " + params_[b.begin].spec.name : "") + "): ";
+  tracker_.reset();
+  // Keep the exception's type (a malformed peer payload stays a PayloadError), with the context.
+  try {
+    std::rethrow_exception(failure->error);
+  } catch (const compressors::PayloadError& e) {
+    failure_ = context + e.what();
+    throw compressors::PayloadError(failure_);
+  } catch (const CommError& e) {
+    failure_ = context + e.what();
+    throw CommError(failure_);
+  } catch (const std::logic_error& e) {
+    failure_ = context + e.what();
+    throw std::logic_error(failure_);
+  } catch (const std::exception& e) {
+    failure_ = context + e.what();
+    throw std::runtime_error(failure_);
+  } catch (...) {
+    failure_ = context + "unknown exception";
+    throw std::runtime_error(failure_);
+  }
+}
+
+void DistributedOptimizer::throw_if_failed() const {
+  if (!failure_.empty()) {
+    throw std::runtime_error("DistributedOptimizer: unusable after an engine failure (" +
+                             failure_ + ")");
+  }
 }
 
 float DistributedOptimizer::target_multiplier() const {
@@ -171,31 +299,63 @@ float DistributedOptimizer::target_multiplier() const {
 }
 
 void DistributedOptimizer::collect_gradients() {
-  take_ready_marks();
-  if (steps_ == measure_from_step_) {
-    bytes_at_warmup_end_ = comm_->counters()[TrafficKind::kGradient].sent_bytes;
+  throw_if_failed();
+  const auto wait_begin = std::chrono::steady_clock::now();
+  if (tracker_.none_marked()) {
+    begin_gradients();
+    launch_released(tracker_.mark_all());
+  } else if (!tracker_.all_marked()) {
+    std::string missing;
+    for (std::size_t i = 0; i < params_.size(); ++i) {
+      if (!tracker_.is_marked(i)) missing += (missing.empty() ? "" : ", ") + params_[i].spec.name;
+    }
+    wait_engine();
+    tracker_.reset();
+    throw std::logic_error("step " + std::to_string(steps_) +
+                           ": gradient_ready was not called for: " + missing);
   }
-  const bool exchanging = policy_.exchanges_gradients(steps_);
-  overflow_ = false;
-  exchanged_ = false;
-  if (scaler_ && !(exchanging && check_after_exchange_)) {
-    // Before the exchange (Note [Mixed precision in the step]).
-    overflow_ = any_rank_overflowed(!unscale_and_check());
-    if (overflow_) return;  // the step is skipped: nothing is sent, no residual sees it
+  wait_engine();
+  tracker_.reset();
+  if (job_ == Job::kCheck) {
+    // Before the exchange (Note [Mixed precision in the step]): one vote, then the exchange.
+    overflow_ = any_rank_overflowed(job_overflow_);
+    if (!overflow_ && exchanging_) {
+      compressor_->begin_step(steps_);
+      job_ = Job::kExchange;
+      for (std::size_t b = 0; b < plan_.size(); ++b) {
+        if (timeline_) times_[b].released = Timeline::Clock::now();
+        engine_->launch(b);
+      }
+      wait_engine();
+    }
+  } else if (job_ == Job::kExchange && scaler_) {
+    overflow_ = job_overflow_;  // checked after the exchange, the same bits on every rank
   }
-  if (exchanging) {
-    exchange_gradients();
-    if (scaler_ && check_after_exchange_) overflow_ = !unscale_and_check();
-  } else {
+  if (job_ == Job::kExchange) {
+    ++sync_stats_.gradient_exchanges;
+    exchanged_ = true;
+    if (log_.enabled(LogLevel::kDebug)) {
+      const double ms = std::chrono::duration<double, std::milli>(
+                            std::chrono::steady_clock::now() - wait_begin).count();
+      log_.log(LogLevel::kDebug,
+               "step %lld: %s exchange of %zu floats in %zu buckets; step() waited %.3f ms for "
+               "them (%zu dense, %zu sparse tensors%s)",
+               static_cast<long long>(steps_), compressor_->name().c_str(),
+               flat_gradients_.size(), plan_.size(), ms, step_dense_tensors_,
+               step_sparse_tensors_, step_fallback_ ? ", dense fallback" : "");
+    }
+  }
+  if (!exchanging_) {
     // A local step: this rank's own gradient is what the inner optimizer uses, unscaled.
     std::fill(multiplier_.begin(), multiplier_.end(), target_multiplier());
   }
 }
 
-bool DistributedOptimizer::unscale_and_check() {
+bool DistributedOptimizer::unscale_and_check(std::size_t b) {
   // The 1/n of the average stays with multiplier_ (Note [Who divides by the world size]), so one
   // factor covers the whole bucket.
-  return kernels::scale_and_check_finite(bucket_.data, 1.0f / scaler_->scale(), bucket_.numel,
+  const compressors::BucketView& bucket = buckets_[b];
+  return kernels::scale_and_check_finite(bucket.data, 1.0f / scaler_->scale(), bucket.numel,
                                          Device::kHost);
 }
 
@@ -205,31 +365,29 @@ bool DistributedOptimizer::any_rank_overflowed(bool overflow) {
   return flag != 0;
 }
 
-void DistributedOptimizer::exchange_gradients() {
-  const bool debug = log_.enabled(LogLevel::kDebug);
-  const auto start =
-      debug ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
-  compressor_->begin_step(steps_);
-  const compressors::ExchangePlan& plan = exchange_.run(*comm_, *compressor_, bucket_);
+void DistributedOptimizer::exchange_bucket(std::size_t b) {
+  const compressors::BucketView& bucket = buckets_[b];
+  ExchangeTimes* times = nullptr;
+  ExchangeTimes phase;
+  if (timeline_) times = &phase;
+  const compressors::ExchangePlan& plan =
+      exchanges_[b].run(*comm_, *compressor_, bucket, TrafficKind::kGradient, times);
+  if (times) {
+    times_[b].encoded = phase.encoded;
+    times_[b].exchanged = phase.exchanged;
+    times_[b].decoded = phase.decoded;
+  }
   const float inv_n = 1.0f / static_cast<float>(comm_->size());
   const bool average_wire = plan.dense_wire == compressors::DenseWire::kFloat16;
   for (std::size_t pos : plan.dense) {
-    multiplier_[bucket_.tensors[pos].parameter] = average_wire ? inv_n : 1.0f;
+    multiplier_[bucket.tensors[pos].parameter] = average_wire ? inv_n : 1.0f;
   }
-  for (std::size_t pos : plan.sparse) multiplier_[bucket_.tensors[pos].parameter] = 1.0f;
+  for (std::size_t pos : plan.sparse) multiplier_[bucket.tensors[pos].parameter] = 1.0f;
   if (!plan.sparse.empty()) ++stats_.sparse_exchanges;
   if (plan.dense_fallback) ++stats_.dense_fallbacks;
-  if (debug) {
-    const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    log_.log(LogLevel::kDebug,
-             "step %lld: %s exchange of %zu floats took %.3f ms (%zu dense, %zu sparse tensors%s)",
-             static_cast<long long>(steps_), compressor_->name().c_str(), flat_gradients_.size(),
-             ms, plan.dense.size(), plan.sparse.size(),
-             plan.dense_fallback ? ", dense fallback" : "");
-  }
-  ++sync_stats_.gradient_exchanges;
-  exchanged_ = true;
+  step_dense_tensors_ += plan.dense.size();
+  step_sparse_tensors_ += plan.sparse.size();
+  step_fallback_ = step_fallback_ || plan.dense_fallback;
 }
 
 float DistributedOptimizer::needed_scale(std::size_t i) const {
@@ -264,12 +422,14 @@ void DistributedOptimizer::report_loss(double loss) {
 }
 
 void DistributedOptimizer::step() {
+  throw_if_failed();
   const bool local = !policy_.exchanges_gradients(steps_);
   if (policy_.needs_loss() && steps_ >= policy_.options().begin_step && !loss_reported_) {
     throw std::logic_error(std::string(config::keys::kSync) + "=" + policy_.name() +
                            " adapts its period to the training loss: call report_loss(loss) "
                            "before step() (missing at step " + std::to_string(steps_) + ")");
   }
+  const auto wait_begin = timeline_ ? Timeline::Clock::now() : Timeline::Clock::time_point();
   if (!synchronized_) {
     if (inner_->accepts_gradient_scale()) {
       collect_gradients();
@@ -277,6 +437,7 @@ void DistributedOptimizer::step() {
       synchronize_gradients();
     }
   }
+  const auto wait_end = timeline_ ? Timeline::Clock::now() : Timeline::Clock::time_point();
   for (std::size_t i = 0; i < views_.size(); ++i) views_[i].grad_scale = needed_scale(i);
   const bool skip = overflow_;
   if (scaler_) {
@@ -322,44 +483,60 @@ void DistributedOptimizer::step() {
     stats_.gradient_bytes_after_warmup =
         comm_->counters()[TrafficKind::kGradient].sent_bytes - bytes_at_warmup_end_;
   }
+  const auto update_end = timeline_ ? Timeline::Clock::now() : Timeline::Clock::time_point();
   if (policy_.averages_after(steps_)) average_parameters(/*scheduled=*/true);
+  if (timeline_) record_timeline(wait_begin, wait_end, update_end);
   ++steps_;
 }
 
+void DistributedOptimizer::record_timeline(Timeline::Clock::time_point wait_begin,
+                                           Timeline::Clock::time_point wait_end,
+                                           Timeline::Clock::time_point update_end) {
+  Timeline& tl = *timeline_;
+  const auto now = Timeline::Clock::now();
+  char name[48];
+  std::snprintf(name, sizeof name, "step %lld", static_cast<long long>(steps_));
+  tl.span(0, name, previous_step_end_, now, steps_);
+  tl.instant(0, name, now, steps_);
+  tl.span(0, "step() waits for buckets", wait_begin, wait_end, steps_);
+  tl.span(0, overflow_ ? "step skipped (overflow)" : "inner optimizer", wait_end, update_end,
+          steps_);
+  for (std::size_t b = 0; b < times_.size(); ++b) {
+    const BucketTimes& t = times_[b];
+    const std::size_t track = b + 1;
+    if (t.check_ran || t.exchange_ran) {
+      // A synchronize_gradients() without gradient_ready: the wait starts at the release.
+      const auto first = first_ready_ < t.released ? first_ready_ : t.released;
+      tl.span(track, "wait for gradients", first, t.released, steps_);
+    }
+    if (t.exchange_ran) {
+      tl.span(track, "queued", t.released, t.started, steps_);
+      tl.span(track, "encode", t.started, t.encoded, steps_);
+      tl.span(track, "exchange", t.encoded, t.exchanged, steps_);
+      tl.span(track, "decode", t.exchanged, t.decoded, steps_);
+      if (scaler_ && check_after_exchange_) tl.span(track, "amp check", t.decoded, t.checked, steps_);
+    } else if (t.check_ran) {
+      tl.span(track, "queued", t.released, t.started, steps_);
+      tl.span(track, "amp check", t.started, t.checked, steps_);
+    }
+    if (t.average_ran) tl.span(track, "average parameters", t.average_begin, t.average_end, steps_);
+  }
+  for (BucketTimes& t : times_) t.exchange_ran = t.check_ran = t.average_ran = false;
+  tl.flush();
+  previous_step_end_ = Timeline::Clock::now();
+}
+
 void DistributedOptimizer::synchronize_parameters() {
+  throw_if_failed();
   if (local_steps_since_average_ == 0) return;
   average_parameters(/*scheduled=*/false);
 }
 
 void DistributedOptimizer::average_parameters(bool scheduled) {
-  const float inv_n = 1.0f / static_cast<float>(comm_->size());
-  float* flat = parameter_flat_.data();
-  for (const auto& p : params_) {
-    if (delta_wire_) {
-      const float* w = p.spec.value;
-      const float* a = anchor_.data() + p.offset;
-      float* d = flat + p.offset;
-      for (std::size_t j = 0; j < p.spec.numel; ++j) d[j] = w[j] - a[j];
-    } else {
-      std::memcpy(flat + p.offset, p.spec.value, p.spec.numel * sizeof(float));
-    }
-  }
-  // fp16 comes back averaged (each rank sends delta / n); fp32 comes back summed.
-  parameter_exchange_.run(*comm_, *parameter_compressor_, parameter_bucket_,
-                          TrafficKind::kParameter);
-  for (const auto& p : params_) {
-    float* w = p.spec.value;
-    const float* avg = flat + p.offset;
-    if (delta_wire_) {
-      float* a = anchor_.data() + p.offset;
-      for (std::size_t j = 0; j < p.spec.numel; ++j) {
-        w[j] = a[j] + avg[j];
-        a[j] = w[j];
-      }
-    } else {
-      for (std::size_t j = 0; j < p.spec.numel; ++j) w[j] = avg[j] * inv_n;
-    }
-  }
+  // Bucket by bucket on the engine (Note [Parameter averaging wire]).
+  job_ = Job::kAverageParameters;
+  for (std::size_t b = 0; b < plan_.size(); ++b) engine_->launch(b);
+  wait_engine();
   if (average_state_) average_state();
 
   AveragingPoint point;
@@ -392,6 +569,40 @@ void DistributedOptimizer::average_parameters(bool scheduled) {
              point.has_loss ? (", mean loss " + std::to_string(point.loss) + ", next k " +
                                std::to_string(point.next_k)).c_str()
                             : "");
+  }
+}
+
+void DistributedOptimizer::average_bucket(std::size_t b) {
+  const fusion::Bucket& bucket = plan_.buckets[b];
+  const float inv_n = 1.0f / static_cast<float>(comm_->size());
+  float* flat = parameter_flat_.data();
+  for (std::size_t i = bucket.begin; i < bucket.end; ++i) {
+    const Registered& p = params_[i];
+    if (delta_wire_) {
+      const float* w = p.spec.value;
+      const float* a = anchor_.data() + p.offset;
+      float* d = flat + p.offset;
+      for (std::size_t j = 0; j < p.spec.numel; ++j) d[j] = w[j] - a[j];
+    } else {
+      std::memcpy(flat + p.offset, p.spec.value, p.spec.numel * sizeof(float));
+    }
+  }
+  // fp16 comes back averaged (each rank sends delta / n); fp32 comes back summed.
+  parameter_exchanges_[b].run(*comm_, *parameter_compressor_, parameter_buckets_[b],
+                              TrafficKind::kParameter);
+  for (std::size_t i = bucket.begin; i < bucket.end; ++i) {
+    const Registered& p = params_[i];
+    float* w = p.spec.value;
+    const float* avg = flat + p.offset;
+    if (delta_wire_) {
+      float* a = anchor_.data() + p.offset;
+      for (std::size_t j = 0; j < p.spec.numel; ++j) {
+        w[j] = a[j] + avg[j];
+        a[j] = w[j];
+      }
+    } else {
+      for (std::size_t j = 0; j < p.spec.numel; ++j) w[j] = avg[j] * inv_n;
+    }
   }
 }
 

@@ -16,13 +16,17 @@
 
 #include "amp/loss_scaler.h"
 #include "compressors/compressor.h"
+#include "fusion/bucket_plan.h"
+#include "fusion/launch_tracker.h"
 #include "plugin/amp_settings.h"
 #include "plugin/bucket_exchange.h"
 #include "plugin/comm/counting_communicator.h"
 #include "plugin/config/config.h"
+#include "plugin/engine.h"
 #include "plugin/logger.h"
 #include "plugin/optimizer.h"
 #include "plugin/sync_settings.h"
+#include "plugin/timeline.h"
 #include "sync_policies/sync_policy.h"
 
 namespace gw {
@@ -42,6 +46,13 @@ struct DistributedOptimizerOptions {
   // Test-only: false keeps topk/dgc's sparse exchange even where a dense one would move fewer
   // bytes (see Note [When sparse falls back to dense]), so tests can run it at sparsity 0.
   bool sparse_dense_fallback = true;
+  // Test-only: the engine's job for `bucket` throws at `step` on `rank` (-1: every rank), as a
+  // failing collective would (Note [Engine threads]).
+  struct InjectedFailure {
+    std::int64_t step = -1;  // -1: never
+    std::size_t bucket = 0;
+    int rank = -1;
+  } inject_engine_failure;
 };
 
 // What the compressor did over the run so far, on this rank.
@@ -119,6 +130,22 @@ struct SyncStats {
 // parameters and optimizer state are untouched, and the loss scaler backs off (amp::LossScaler).
 // The step count, the sync policy's schedule and the compressor's warm-up still advance.
 
+// Note [Buckets in the step]
+// The flat gradient buffer is cut into buckets (Note [Bucket plan], GRADWIRE_FUSION_THRESHOLD_MB).
+// gradient_ready(i) marks parameter i's gradient final; a bucket whose gradients are all final is
+// released in plan order (Note [Launch order]) to the engine (Note [Engine threads]), which runs
+// the bucket's job on its own thread while backward goes on: the whole per-bucket pipeline, the
+// compressor's encode (error feedback, momentum correction, the sparse or dense plan), the
+// collectives, the decode and, on the dense wire, the AMP unscale-and-check of the reduced
+// values. step() releases whatever is left (everything, for a program that never calls
+// gradient_ready), waits for every bucket, and runs the inner optimizer. What needs the whole
+// step's view stays on the calling thread with the engine idle: the one 4-byte vote on an
+// overflow when AMP checks before the exchange (topk, dgc, local steps), after which the buckets
+// are exchanged by the engine in a second pass, and the sync policy's schedule. Local SGD's
+// parameter averaging also runs bucket by bucket through the engine, after the update.
+// An exception in a bucket's job reaches the caller of step() (or synchronize_gradients()) with
+// the rank, the step and the bucket named; the optimizer is unusable afterwards.
+
 class DistributedOptimizer {
  public:
   using Options = DistributedOptimizerOptions;
@@ -138,10 +165,19 @@ class DistributedOptimizer {
   std::vector<float*> gradient_views();
   std::size_t num_parameters() const { return params_.size(); }
   std::size_t gradient_numel() const { return flat_gradients_.size(); }
+  // The buckets (Note [Bucket plan]) and, for the last step that exchanged or checked gradients,
+  // the order the engine ran their jobs in (tests check it is the plan order on every rank).
+  const fusion::BucketPlan& bucket_plan() const { return plan_; }
+  const std::vector<std::size_t>& last_run_order() const { return run_order_; }
+  // This rank's timeline file (GRADWIRE_TIMELINE), or "" when off.
+  std::string timeline_path() const { return timeline_ ? timeline_->path() : ""; }
 
-  // Backward calls this as soon as parameter i's gradient is final. Optional: a program that never
-  // calls it has every gradient exchanged at step(). Calling it twice for one parameter in one
-  // step, or calling it for some parameters but not all before step(), is a std::logic_error.
+  // Backward calls this as soon as parameter i's gradient is final; a bucket whose gradients are
+  // all final is exchanged on the engine thread right away (Note [Buckets in the step]), so the
+  // gradient must not be written again before step(). Optional: a program that never calls it
+  // has every gradient exchanged at step(). Calling it twice for one parameter in one step, or
+  // calling it for some parameters but not all before step(), is a std::logic_error. Call it from
+  // one thread at a time.
   void gradient_ready(std::size_t i);
 
   // Averages (or sums, GRADWIRE_GRADIENT_REDUCTION) the gradients over ranks, then runs the inner
@@ -205,26 +241,40 @@ class DistributedOptimizer {
   };
 
   std::string layout_canonical() const;
-  // Takes this step's ready marks and, on a step that exchanges gradients, runs
-  // exchange_gradients(). Afterwards each parameter's gradient times needed_scale(i) is what the
-  // inner optimizer must use (on a local step: this rank's own gradient, scale 1).
+  // Releases what gradient_ready did not, waits for every bucket and, when AMP checks before the
+  // exchange, votes on an overflow and exchanges. Afterwards each parameter's gradient times
+  // needed_scale(i) is what the inner optimizer must use (on a local step: this rank's own
+  // gradient, scale 1).
   void collect_gradients();
-  // Runs the compressor and the collectives over every bucket. Afterwards each parameter's
-  // gradient is the sum over ranks times multiplier_[i].
-  void exchange_gradients();
+  // The first gradient_ready of a step (or step() without any): what this step's bucket jobs do.
+  void begin_gradients();
+  // Hands the `count` buckets the launch tracker just released to the engine.
+  void launch_released(std::size_t count);
+  // The engine's job for bucket b (Note [Buckets in the step]), on the engine thread.
+  void run_job(std::size_t b);
+  // Compressor and collectives over bucket b. Afterwards each of its parameters' gradient is the
+  // sum over ranks times multiplier_[i].
+  void exchange_bucket(std::size_t b);
+  // Waits for the engine; an engine failure becomes an exception naming rank, step and bucket.
+  void wait_engine();
+  void throw_if_failed() const;
+  // Writes this step's events to the timeline and flushes it.
+  void record_timeline(Timeline::Clock::time_point wait_begin,
+                       Timeline::Clock::time_point wait_end,
+                       Timeline::Clock::time_point update_end);
   // multiplier_ of a gradient the inner optimizer can use as it is: 1/n (average) or 1 (sum).
   float target_multiplier() const;
   // What the inner optimizer must multiply parameter i's gradient by.
   float needed_scale(std::size_t i) const;
-  // Mixed precision: divides the gradients by the loss scale in one pass per bucket and returns
-  // true when all are finite.
-  bool unscale_and_check();
+  // Mixed precision: divides bucket b's gradients by the loss scale in one pass and returns true
+  // when all are finite.
+  bool unscale_and_check(std::size_t b);
   // Mixed precision: max-allreduce of this rank's overflow flag; true when any rank overflowed.
   bool any_rank_overflowed(bool overflow);
-  // Checks the gradient_ready contract for this step and clears the marks.
-  void take_ready_marks();
   // Averages the parameters (and state) over ranks; `scheduled`: an averaging point of the policy.
   void average_parameters(bool scheduled);
+  // Local SGD's averaging of bucket b's parameters (fp32 sum, or fp16 deltas), on the engine.
+  void average_bucket(std::size_t b);
   void average_state();
 
   std::shared_ptr<CountingCommunicator> comm_;
@@ -235,8 +285,33 @@ class DistributedOptimizer {
   std::vector<Registered> params_;
   std::vector<float> flat_gradients_;
   std::unique_ptr<compressors::Compressor> compressor_;
-  BucketExchange exchange_;
-  compressors::BucketView bucket_;  // the whole flat buffer, until fusion splits it
+  // Tensor fusion (Note [Buckets in the step]): one view and one exchange (its reusable buffers)
+  // per bucket, over the gradients and over parameter_flat_ for local SGD's averaging.
+  fusion::BucketPlan plan_;
+  std::vector<compressors::BucketView> buckets_;
+  std::vector<BucketExchange> exchanges_;
+  std::vector<compressors::BucketView> parameter_buckets_;
+  std::vector<BucketExchange> parameter_exchanges_;
+  fusion::LaunchTracker tracker_{fusion::BucketPlan{}};
+  enum class Job { kNone, kExchange, kCheck, kAverageParameters };
+  Job job_ = Job::kNone;      // what a launched bucket's job does this step
+  bool exchanging_ = false;   // this step exchanges gradients
+  bool job_overflow_ = false;  // an AMP check in a bucket job found inf or NaN (this rank)
+  std::vector<std::size_t> run_order_;
+  std::size_t step_dense_tensors_ = 0, step_sparse_tensors_ = 0;  // for the debug log
+  bool step_fallback_ = false;
+  Options::InjectedFailure inject_;
+  std::string failure_;  // set once the engine failed: the optimizer is unusable
+  // Timeline (Note [Timeline format]): per bucket, when this step's phases began and ended.
+  struct BucketTimes {
+    Timeline::Clock::time_point released, started, encoded, exchanged, decoded, checked;
+    bool exchange_ran = false, check_ran = false;
+    Timeline::Clock::time_point average_begin, average_end;
+    bool average_ran = false;
+  };
+  std::unique_ptr<Timeline> timeline_;
+  std::vector<BucketTimes> times_;
+  Timeline::Clock::time_point first_ready_, previous_step_end_;
   std::vector<float> multiplier_;   // per parameter: 1 (sum) or 1/n (average)
   bool synchronized_ = false;       // synchronize_gradients() ran since the last step()
   CompressionStats stats_;
@@ -247,8 +322,6 @@ class DistributedOptimizer {
   bool average_state_ = false;
   bool delta_wire_ = false;  // fp16: parameters travel as deltas from anchor_
   std::unique_ptr<compressors::Compressor> parameter_compressor_;
-  BucketExchange parameter_exchange_;
-  compressors::BucketView parameter_bucket_;
   std::vector<float> parameter_flat_;
   std::vector<float> anchor_;
   bool anchor_valid_ = false;
@@ -268,9 +341,9 @@ class DistributedOptimizer {
   bool overflow_ = false;              // this step's gradients overflowed on some rank
   bool exchanged_ = false;             // this step's gradients were exchanged
   std::string gradient_wire_;
-  std::vector<char> ready_;
-  std::size_t ready_count_ = 0;
   std::int64_t steps_ = 0;
+  // Last, so that it is destroyed first: its thread runs jobs over the members above.
+  std::unique_ptr<Engine> engine_;
 };
 
 }  // namespace gw

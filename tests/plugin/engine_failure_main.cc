@@ -1,0 +1,56 @@
+// One rank's engine fails in the middle of a run while its peers wait in that bucket's
+// collective. The failing rank must get the exception from step() (naming rank, step and bucket)
+// and end the job the way gradwire_train does (MPI_Abort), so no rank hangs. CTest checks the
+// message (PASS_REGULAR_EXPRESSION) and the timeout.
+#include <cstdio>
+#include <exception>
+#include <vector>
+
+#include "plugin/comm/mpi/mpi_runtime.h"
+#include "plugin/config/params.h"
+#include "plugin/distributed_optimizer.h"
+
+namespace {
+
+class NoUpdate : public gw::Optimizer {
+ public:
+  std::string name() const override { return "none"; }
+  void step(const std::vector<gw::ParameterView>&) override {}
+  bool accepts_gradient_scale() const override { return true; }
+  double learning_rate() const override { return 0; }
+  void set_learning_rate(double) override {}
+  void save_state(std::ostream&) const override {}
+  void load_state(std::istream&) override {}
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  gw::MpiRuntime mpi(&argc, &argv);
+  auto comm = std::make_shared<gw::CountingCommunicator>(gw::make_mpi_world_communicator());
+  std::vector<std::vector<float>> values(8, std::vector<float>(1000, 1.0f));
+  std::vector<gw::ParameterSpec> specs;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    specs.push_back({"p" + std::to_string(i), values[i].data(), values[i].size()});
+  }
+  gw::DistributedOptimizerOptions options;
+  options.read_environment = false;
+  options.config.set(gw::config::keys::kLogLevel, "warn");
+  options.config.set(gw::config::keys::kFusionThresholdMb, "0");  // 8 buckets
+  options.inject_engine_failure.step = 3;
+  options.inject_engine_failure.bucket = 2;
+  options.inject_engine_failure.rank = comm->size() - 1;
+  gw::DistributedOptimizer opt(comm, std::make_unique<NoUpdate>(), specs, options);
+  try {
+    for (int step = 0; step < 10; ++step) {
+      for (std::size_t i = values.size(); i-- > 0;) opt.gradient_ready(i);
+      opt.step();
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "caught on rank %d: %s\n", comm->rank(), e.what());
+    std::fflush(stderr);
+    gw::MpiRuntime::abort_job(3);
+  }
+  std::fprintf(stderr, "rank %d: no failure reached step()\n", comm->rank());
+  return 1;
+}
