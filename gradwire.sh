@@ -83,6 +83,12 @@ cmd_bench() {
     --report "$BUILD_DIR/bench/allreduce.json" "$@"
   log "bench: gradwire_bench_compress, one thread (DGC top-k encode of 25M floats)"
   "$BUILD_DIR/bin/gradwire_bench_compress" --report "$BUILD_DIR/bench/compress.json"
+  log "bench: gradwire_bench_fusion, $NP ranks (fused vs per-tensor and single allreduce)"
+  mpirun -np "$NP" --oversubscribe --bind-to none "$BUILD_DIR/bin/gradwire_bench_fusion" \
+    --report "$BUILD_DIR/bench/fusion.json"
+  log "bench: gradwire_bench_overlap, $NP ranks (ResNet-50 backward stand-in vs exchange)"
+  mpirun -np "$NP" --oversubscribe --bind-to none "$BUILD_DIR/bin/gradwire_bench_overlap" \
+    --report "$BUILD_DIR/bench/overlap.json"
 }
 
 cmd_readme_table() {

@@ -57,7 +57,10 @@ void Engine::run_next(std::unique_lock<std::mutex>& lock) {
 void Engine::loop() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    work_.wait(lock, [this] { return stop_ || (!running_ && head_ < queue_.size()); });
+    // A waiting caller takes over the queue (Note [Engine threads]).
+    work_.wait(lock, [this] {
+      return stop_ || (!running_ && waiters_ == 0 && head_ < queue_.size());
+    });
     if (stop_) return;
     run_next(lock);
   }
@@ -65,6 +68,7 @@ void Engine::loop() {
 
 std::optional<Engine::Failure> Engine::wait() {
   std::unique_lock<std::mutex> lock(mutex_);
+  ++waiters_;
   for (;;) {
     if (head_ == queue_.size() && !running_) break;
     if (!running_) {
@@ -73,6 +77,7 @@ std::optional<Engine::Failure> Engine::wait() {
       done_.wait(lock);
     }
   }
+  --waiters_;
   queue_.clear();
   head_ = 0;
   return failure_;

@@ -17,10 +17,11 @@ namespace gw {
 // Jobs run strictly one after another, in the order launch() was called, so the collectives a
 // rank issues keep the order the launch tracker gives them (Note [Launch order]) and no two
 // threads of a rank are ever inside the communicator at once (MPI_THREAD_SERIALIZED suffices;
-// the mutex orders them). Usually the engine thread runs the jobs. A thread blocked in wait() does
-// not idle: when no job is running and one is queued, it runs that job itself, so a step never
-// waits for the engine thread to be scheduled on a busy machine, and whichever thread gets there
-// first does the work. A job that throws stops the batch: the jobs queued behind it are dropped,
+// the mutex orders them). During backward the engine thread runs the jobs. Once the program's
+// thread calls wait() (step() does), it takes over: the engine thread finishes the job it is in
+// and takes no other, and the waiting thread runs the rest itself. So the end of a step costs one
+// hand-over, not a thread wake-up per bucket, and never waits for the engine thread to be
+// scheduled on a busy machine. A job that throws stops the batch: the jobs queued behind it are dropped,
 // and wait() reports the failure (the bucket and the exception) on the waiting thread. The
 // engine is then failed for good: the collectives of the ranks no longer match, and only ending
 // the job (MPI_Abort) frees a peer waiting in one.
@@ -63,6 +64,7 @@ class Engine {
   std::vector<std::size_t> queue_;
   std::size_t head_ = 0;  // queue_[head_, size) are waiting to run
   bool running_ = false;
+  int waiters_ = 0;  // threads inside wait(): they run the queued jobs, the engine thread pauses
   bool stop_ = false;
   std::optional<Failure> failure_;
   std::thread thread_;

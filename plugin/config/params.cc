@@ -268,7 +268,7 @@ Registry make_registry() {
     ParamSpec p;
     p.key = keys::kFusionThresholdMb;
     p.type = ParamType::kFloat;
-    p.default_text = "16";
+    p.default_text = "4";
     p.min = 0;
     p.max = 65536;
     p.description =
@@ -284,8 +284,9 @@ Registry make_registry() {
     p.allow_empty = true;
     p.rank_local = true;
     p.description =
-        "Write a Chrome trace of every bucket's phases to this path, one file per rank "
-        "(PATH.rankR.json; {rank} in PATH is replaced instead); empty: off.";
+        "Write a Chrome trace (Perfetto, chrome://tracing) of every step and bucket phase, one "
+        "file per rank: trace.json gives trace.rank0.json, ...; {rank} in the path is replaced "
+        "instead; empty: off.";
     r.add(p);
   }
   {

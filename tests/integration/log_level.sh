@@ -6,7 +6,7 @@ run() { GRADWIRE_LOG_LEVEL=$1 "$mpiexec" -np 2 --oversubscribe --bind-to none \
           "$bin/gradwire_train" --max-steps 3 --test-subset 200 --no-progress 2>&1; }
 debug=$(run debug) || { echo "$debug"; echo "FAIL: debug run failed"; exit 1; }
 quiet=$(run error) || { echo "$quiet"; echo "FAIL: error-level run failed"; exit 1; }
-echo "$debug" | grep -q "gradwire\[1\]: step 2: none exchange of 1333770 floats in 1 buckets" \
+echo "$debug" | grep -q "gradwire\[1\]: step 2: none exchange of 1333770 floats in 2 buckets" \
   || { echo "$debug"; echo "FAIL: no debug line from rank 1"; exit 1; }
 echo "$debug" | grep -q "gradwire configuration" || { echo "FAIL: no config table"; exit 1; }
 if echo "$quiet" | grep -Eq "gradwire\[|gradwire configuration"; then
