@@ -44,41 +44,16 @@
 #include <nlohmann/json.hpp>
 
 #include "benchmarks/resnet50_shapes.h"
+#include "benchmarks/bench_mpi_util.h"
 #include "plugin/comm/mpi/mpi_runtime.h"
 #include "plugin/config/params.h"
 #include "plugin/distributed_optimizer.h"
 
 namespace {
 
-// The bench measures the exchange; there is nothing to update. It accepts the gradient scale, so
-// after step() the gradients hold the sum over ranks (Note [Who divides by the world size]).
-class NoUpdate : public gw::Optimizer {
- public:
-  explicit NoUpdate(bool accepts_scale) : accepts_scale_(accepts_scale) {}
-  bool accepts_gradient_scale() const override { return accepts_scale_; }
-  std::string name() const override { return "none"; }
-  void step(const std::vector<gw::ParameterView>&) override {}
-  double learning_rate() const override { return 0; }
-  void set_learning_rate(double) override {}
-  void save_state(std::ostream&) const override {}
-  void load_state(std::istream&) override {}
-
- private:
-  bool accepts_scale_;
-};
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-// Times of the slowest rank, per iteration.
-std::vector<double> max_over_ranks(std::vector<double> t) {
-  MPI_Allreduce(MPI_IN_PLACE, t.data(), static_cast<int>(t.size()), MPI_DOUBLE, MPI_MAX,
-                MPI_COMM_WORLD);
-  return t;
-}
+using gw::bench::max_over_ranks;
+using gw::bench::median;
+using gw::bench::NoUpdate;
 
 // One call of `fn` on every rank, after a barrier: this rank's seconds.
 double time_once(const std::function<void()>& fn) {
