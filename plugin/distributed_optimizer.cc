@@ -485,49 +485,59 @@ void DistributedOptimizer::step() {
   }
   const auto update_end = timeline_ ? Timeline::Clock::now() : Timeline::Clock::time_point();
   if (policy_.averages_after(steps_)) average_parameters(/*scheduled=*/true);
-  if (timeline_) record_timeline(wait_begin, wait_end, update_end);
-  ++steps_;
+  const std::int64_t step = steps_++;
+  if (timeline_) record_timeline(step, wait_begin, wait_end, update_end);
 }
 
-void DistributedOptimizer::record_timeline(Timeline::Clock::time_point wait_begin,
+void DistributedOptimizer::record_timeline(std::int64_t step,
+                                           Timeline::Clock::time_point wait_begin,
                                            Timeline::Clock::time_point wait_end,
                                            Timeline::Clock::time_point update_end) {
   Timeline& tl = *timeline_;
   const auto now = Timeline::Clock::now();
   char name[48];
-  std::snprintf(name, sizeof name, "step %lld", static_cast<long long>(steps_));
-  tl.span(0, name, previous_step_end_, now, steps_);
-  tl.instant(0, name, now, steps_);
-  tl.span(0, "step() waits for buckets", wait_begin, wait_end, steps_);
+  std::snprintf(name, sizeof name, "step %lld", static_cast<long long>(step));
+  tl.span(0, name, previous_step_end_, now, step);
+  tl.instant(0, name, now, step);
+  tl.span(0, "step() waits for buckets", wait_begin, wait_end, step);
   tl.span(0, overflow_ ? "step skipped (overflow)" : "inner optimizer", wait_end, update_end,
-          steps_);
+          step);
   for (std::size_t b = 0; b < times_.size(); ++b) {
     const BucketTimes& t = times_[b];
     const std::size_t track = b + 1;
     if (t.check_ran || t.exchange_ran) {
       // A synchronize_gradients() without gradient_ready: the wait starts at the release.
       const auto first = first_ready_ < t.released ? first_ready_ : t.released;
-      tl.span(track, "wait for gradients", first, t.released, steps_);
+      tl.span(track, "wait for gradients", first, t.released, step);
     }
     if (t.exchange_ran) {
-      tl.span(track, "queued", t.released, t.started, steps_);
-      tl.span(track, "encode", t.started, t.encoded, steps_);
-      tl.span(track, "exchange", t.encoded, t.exchanged, steps_);
-      tl.span(track, "decode", t.exchanged, t.decoded, steps_);
-      if (scaler_ && check_after_exchange_) tl.span(track, "amp check", t.decoded, t.checked, steps_);
+      tl.span(track, "queued", t.released, t.started, step);
+      tl.span(track, "encode", t.started, t.encoded, step);
+      tl.span(track, "exchange", t.encoded, t.exchanged, step);
+      tl.span(track, "decode", t.exchanged, t.decoded, step);
+      if (scaler_ && check_after_exchange_) tl.span(track, "amp check", t.decoded, t.checked, step);
     } else if (t.check_ran) {
-      tl.span(track, "queued", t.released, t.started, steps_);
-      tl.span(track, "amp check", t.started, t.checked, steps_);
+      tl.span(track, "queued", t.released, t.started, step);
+      tl.span(track, "amp check", t.started, t.checked, step);
     }
-    if (t.average_ran) tl.span(track, "average parameters", t.average_begin, t.average_end, steps_);
+    if (t.average_ran) tl.span(track, "average parameters", t.average_begin, t.average_end, step);
   }
   for (BucketTimes& t : times_) t.exchange_ran = t.check_ran = t.average_ran = false;
   tl.flush();
   previous_step_end_ = Timeline::Clock::now();
 }
 
-void DistributedOptimizer::synchronize_parameters() {
+void DistributedOptimizer::check_between_steps(const char* what) const {
   throw_if_failed();
+  if (!tracker_.none_marked()) {
+    throw std::logic_error(std::string("DistributedOptimizer::") + what +
+                           ": called after gradient_ready and before step() (buckets may be in "
+                           "flight on the engine thread)");
+  }
+}
+
+void DistributedOptimizer::synchronize_parameters() {
+  check_between_steps("synchronize_parameters");
   if (local_steps_since_average_ == 0) return;
   average_parameters(/*scheduled=*/false);
 }
@@ -675,6 +685,7 @@ T get(std::istream& in) {
 }  // namespace
 
 void DistributedOptimizer::save_state(std::ostream& out) const {
+  check_between_steps("save_state");
   out.write(kStateMagic, sizeof kStateMagic);
   put<std::int64_t>(out, steps_);
   compressor_->save_state(out);
@@ -694,6 +705,7 @@ void DistributedOptimizer::save_state(std::ostream& out) const {
 }
 
 void DistributedOptimizer::load_state(std::istream& in) {
+  check_between_steps("load_state");
   char magic[8];
   std::int64_t steps = 0;
   in.read(magic, sizeof magic);
@@ -765,6 +777,7 @@ void DistributedOptimizer::load_state(std::istream& in) {
 }
 
 void DistributedOptimizer::broadcast_parameters() {
+  check_between_steps("broadcast_parameters");
   // One collective for all parameters: pack, broadcast, unpack.
   std::vector<float> staging(flat_gradients_.size());
   for (const auto& p : params_) {

@@ -258,8 +258,11 @@ class DistributedOptimizer {
   // Waits for the engine; an engine failure becomes an exception naming rank, step and bucket.
   void wait_engine();
   void throw_if_failed() const;
+  // For the calls that use the communicator on the calling thread: not while buckets are in
+  // flight (std::logic_error), nor after an engine failure.
+  void check_between_steps(const char* what) const;
   // Writes this step's events to the timeline and flushes it.
-  void record_timeline(Timeline::Clock::time_point wait_begin,
+  void record_timeline(std::int64_t step, Timeline::Clock::time_point wait_begin,
                        Timeline::Clock::time_point wait_end,
                        Timeline::Clock::time_point update_end);
   // multiplier_ of a gradient the inner optimizer can use as it is: 1/n (average) or 1 (sum).

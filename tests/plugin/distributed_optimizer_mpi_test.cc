@@ -5,6 +5,7 @@
 
 #include <istream>
 #include <ostream>
+#include <sstream>
 
 #include "plugin/comm/mpi/mpi_runtime.h"
 #include "plugin/config/params.h"
@@ -161,6 +162,10 @@ TEST(DistributedOptimizer, MisusedGradientReadyIsALogicError) {
   opt.gradient_ready(0);
   EXPECT_THROW(opt.gradient_ready(0), std::logic_error);
   EXPECT_THROW(opt.gradient_ready(2), std::logic_error);
+  // Calls that use the communicator on this thread wait for the step to end.
+  EXPECT_THROW(opt.broadcast_parameters(), std::logic_error);
+  std::stringstream state;
+  EXPECT_THROW(opt.save_state(state), std::logic_error);
   try {
     opt.step();  // b was never reported ready
     ADD_FAILURE() << "step() accepted a partial set of ready gradients";
