@@ -35,7 +35,6 @@ class LaunchTracker {
   bool none_marked() const { return marked_count_ == 0; }
   bool all_marked() const { return marked_count_ == marked_.size(); }
   std::size_t released() const { return next_; }
-  std::size_t num_buckets() const { return pending_start_.size(); }
 
  private:
   std::size_t release();

@@ -225,31 +225,38 @@ void DistributedOptimizer::launch_released(std::size_t count) {
 
 void DistributedOptimizer::run_job(std::size_t b) {
   const bool timed = timeline_ != nullptr;
+  const auto now = [timed] {
+    return timed ? Timeline::Clock::now() : Timeline::Clock::time_point();
+  };
   BucketTimes& t = times_[b];
-  if (timed) t.started = Timeline::Clock::now();
   if (job_ != Job::kAverageParameters) run_order_.push_back(b);
   if (inject_.step == steps_ && inject_.bucket == b &&
       (inject_.rank < 0 || inject_.rank == comm_->rank())) {
     throw std::runtime_error("injected failure (test)");
   }
   switch (job_) {
-    case Job::kExchange: {
+    case Job::kExchange:
+      t.started = now();
       exchange_bucket(b);
       t.exchange_ran = true;
-      if (scaler_ && check_after_exchange_ && !unscale_and_check(b)) job_overflow_ = true;
-      if (timed) t.checked = Timeline::Clock::now();
+      if (scaler_ && check_after_exchange_) {
+        t.check_begin = t.exchange.decoded;
+        if (!unscale_and_check(b)) job_overflow_ = true;
+        t.check_end = now();
+        t.check_ran = true;
+      }
       break;
-    }
     case Job::kCheck:
+      t.check_begin = now();
       if (!unscale_and_check(b)) job_overflow_ = true;
+      t.check_end = now();
       t.check_ran = true;
-      if (timed) t.checked = Timeline::Clock::now();
       break;
     case Job::kAverageParameters:
-      if (timed) t.average_begin = t.started;
+      t.average_begin = now();
       average_bucket(b);
+      t.average_end = now();
       t.average_ran = true;
-      if (timed) t.average_end = Timeline::Clock::now();
       break;
     case Job::kNone:
       break;
@@ -275,9 +282,6 @@ void DistributedOptimizer::wait_engine() {
   } catch (const CommError& e) {
     failure_ = context + e.what();
     throw CommError(failure_);
-  } catch (const std::logic_error& e) {
-    failure_ = context + e.what();
-    throw std::logic_error(failure_);
   } catch (const std::exception& e) {
     failure_ = context + e.what();
     throw std::runtime_error(failure_);
@@ -322,10 +326,7 @@ void DistributedOptimizer::collect_gradients() {
     if (!overflow_ && exchanging_) {
       compressor_->begin_step(steps_);
       job_ = Job::kExchange;
-      for (std::size_t b = 0; b < plan_.size(); ++b) {
-        if (timeline_) times_[b].released = Timeline::Clock::now();
-        engine_->launch(b);
-      }
+      for (std::size_t b = 0; b < plan_.size(); ++b) engine_->launch(b);
       wait_engine();
     }
   } else if (job_ == Job::kExchange && scaler_) {
@@ -367,16 +368,9 @@ bool DistributedOptimizer::any_rank_overflowed(bool overflow) {
 
 void DistributedOptimizer::exchange_bucket(std::size_t b) {
   const compressors::BucketView& bucket = buckets_[b];
-  ExchangeTimes* times = nullptr;
-  ExchangeTimes phase;
-  if (timeline_) times = &phase;
   const compressors::ExchangePlan& plan =
-      exchanges_[b].run(*comm_, *compressor_, bucket, TrafficKind::kGradient, times);
-  if (times) {
-    times_[b].encoded = phase.encoded;
-    times_[b].exchanged = phase.exchanged;
-    times_[b].decoded = phase.decoded;
-  }
+      exchanges_[b].run(*comm_, *compressor_, bucket, TrafficKind::kGradient,
+                        timeline_ ? &times_[b].exchange : nullptr);
   const float inv_n = 1.0f / static_cast<float>(comm_->size());
   const bool average_wire = plan.dense_wire == compressors::DenseWire::kFloat16;
   for (std::size_t pos : plan.dense) {
@@ -506,20 +500,21 @@ void DistributedOptimizer::record_timeline(std::int64_t step,
     const BucketTimes& t = times_[b];
     const std::size_t track = b + 1;
     if (t.check_ran || t.exchange_ran) {
-      // A synchronize_gradients() without gradient_ready: the wait starts at the release.
-      const auto first = first_ready_ < t.released ? first_ready_ : t.released;
+      // A step() without gradient_ready: the wait starts at the release.
+      const auto first = std::min(first_ready_, t.released);
       tl.span(track, "wait for gradients", first, t.released, step);
+      // The bucket's first job: its exchange, or the AMP check that comes before it.
+      const auto job_start = !t.exchange_ran ? t.check_begin
+                             : t.check_ran   ? std::min(t.started, t.check_begin)
+                                             : t.started;
+      tl.span(track, "queued", t.released, job_start, step);
     }
     if (t.exchange_ran) {
-      tl.span(track, "queued", t.released, t.started, step);
-      tl.span(track, "encode", t.started, t.encoded, step);
-      tl.span(track, "exchange", t.encoded, t.exchanged, step);
-      tl.span(track, "decode", t.exchanged, t.decoded, step);
-      if (scaler_ && check_after_exchange_) tl.span(track, "amp check", t.decoded, t.checked, step);
-    } else if (t.check_ran) {
-      tl.span(track, "queued", t.released, t.started, step);
-      tl.span(track, "amp check", t.started, t.checked, step);
+      tl.span(track, "encode", t.started, t.exchange.encoded, step);
+      tl.span(track, "exchange", t.exchange.encoded, t.exchange.exchanged, step);
+      tl.span(track, "decode", t.exchange.exchanged, t.exchange.decoded, step);
     }
+    if (t.check_ran) tl.span(track, "amp check", t.check_begin, t.check_end, step);
     if (t.average_ran) tl.span(track, "average parameters", t.average_begin, t.average_end, step);
   }
   for (BucketTimes& t : times_) t.exchange_ran = t.check_ran = t.average_ran = false;

@@ -307,10 +307,10 @@ class DistributedOptimizer {
   std::string failure_;  // set once the engine failed: the optimizer is unusable
   // Timeline (Note [Timeline format]): per bucket, when this step's phases began and ended.
   struct BucketTimes {
-    Timeline::Clock::time_point released, started, encoded, exchanged, decoded, checked;
-    bool exchange_ran = false, check_ran = false;
-    Timeline::Clock::time_point average_begin, average_end;
-    bool average_ran = false;
+    Timeline::Clock::time_point released, started;  // first release; the exchange job's start
+    ExchangeTimes exchange;                         // the exchange job's phases
+    Timeline::Clock::time_point check_begin, check_end, average_begin, average_end;
+    bool exchange_ran = false, check_ran = false, average_ran = false;
   };
   std::unique_ptr<Timeline> timeline_;
   std::vector<BucketTimes> times_;

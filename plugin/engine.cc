@@ -5,10 +5,9 @@
 
 namespace gw {
 
-Engine::Engine(Job job, std::size_t capacity, bool threaded)
-    : job_(std::move(job)), capacity_(capacity) {
+Engine::Engine(Job job, std::size_t capacity) : job_(std::move(job)), capacity_(capacity) {
   queue_.reserve(capacity);
-  if (threaded) thread_ = std::thread([this] { loop(); });
+  thread_ = std::thread([this] { loop(); });
 }
 
 Engine::~Engine() {
@@ -19,7 +18,7 @@ Engine::~Engine() {
     done_.wait(lock, [this] { return !running_; });
   }
   work_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  thread_.join();
 }
 
 void Engine::launch(std::size_t bucket) {

@@ -35,8 +35,8 @@ class Engine {
   };
 
   // `capacity`: the most jobs launched between two waits (the bucket count), reserved up front so
-  // launching allocates nothing. `threaded` false runs every job inside wait(), on the caller.
-  Engine(Job job, std::size_t capacity, bool threaded = true);
+  // launching allocates nothing.
+  Engine(Job job, std::size_t capacity);
   // Waits for the running job, drops the queued ones, joins the thread.
   ~Engine();
   Engine(const Engine&) = delete;

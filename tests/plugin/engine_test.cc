@@ -47,17 +47,6 @@ TEST(Engine, RunsJobsOneAtATimeInLaunchOrderOffTheCallingThread) {
   EXPECT_EQ(ran, (std::vector<std::size_t>{3}));
 }
 
-TEST(Engine, WithoutAThreadEveryJobRunsInWait) {
-  std::vector<std::size_t> ran;
-  Engine engine([&](std::size_t b) { ran.push_back(b); }, 4, /*threaded=*/false);
-  engine.launch(0);
-  engine.launch(1);
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  EXPECT_TRUE(ran.empty());
-  EXPECT_FALSE(engine.wait().has_value());
-  EXPECT_EQ(ran, (std::vector<std::size_t>{0, 1}));
-}
-
 TEST(Engine, AThrowingJobDropsTheRestAndWaitReportsItsBucket) {
   std::vector<std::size_t> ran;
   Engine engine(

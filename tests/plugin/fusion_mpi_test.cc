@@ -313,6 +313,43 @@ TEST(Timeline, AThreeStepRunWritesEveryBucketsPhasesAndEveryStep) {
   }
 }
 
+TEST(Timeline, ChecksAndAveragingsUnderAmpAndLocalSgdHaveTheirOwnSpans) {
+  // Local steps under AMP: every bucket's job is the check, and every second step ends with an
+  // averaging through the same buckets; neither may borrow the other's times.
+  const auto comm = world();
+  ManyTensors model;
+  const std::string base = timeline_base();
+  std::string path;
+  {
+    DistributedOptimizer opt(comm, momentum_sgd(), model.specs(),
+                             settings({{keys::kFusionThresholdMb, kSmallThreshold},
+                                       {keys::kAmp, "1"},
+                                       {keys::kSync, "local_sgd"},
+                                       {keys::kLocalSgdK, "2"},
+                                       {keys::kTimeline, base.c_str()}}));
+    path = opt.timeline_path();
+    for (int step = 0; step < 4; ++step) {
+      for (std::size_t i = model.values.size(); i-- > 0;) {
+        std::fill(opt.gradient(i), opt.gradient(i) + model.values[i].size(), 1.0f);
+        opt.gradient_ready(i);
+      }
+      opt.step();
+    }
+  }
+  std::map<std::pair<std::string, std::int64_t>, int> count;
+  for (const auto& e : read_json(path)) {
+    if (e.at("ph") != "X") continue;
+    EXPECT_GE(e.at("dur").get<double>(), 0.0) << e.dump();
+    ++count[{e.at("name").get<std::string>(), e.at("args").at("step").get<std::int64_t>()}];
+  }
+  for (std::int64_t step = 0; step < 4; ++step) {
+    EXPECT_EQ((count[{"amp check", step}]), 6) << "step " << step;
+    EXPECT_EQ((count[{"queued", step}]), 6) << "step " << step;
+    EXPECT_EQ((count[{"encode", step}]), 0) << "step " << step;
+    EXPECT_EQ((count[{"average parameters", step}]), step % 2 == 1 ? 6 : 0) << "step " << step;
+  }
+}
+
 TEST(Engine, AFailureInABucketReachesStepOnEveryRankAndTheOptimizerStaysFailed) {
   const auto comm = world();
   ManyTensors model;
