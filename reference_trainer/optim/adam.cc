@@ -38,7 +38,7 @@ void adam_update(float* __restrict w, const float* __restrict g, float* __restri
 
 }  // namespace
 
-Adam::Adam(const Options& options) : options_(options), state_("adam", 2) {
+Adam::Adam(const Options& options) : StatefulOptimizer("adam", 2), options_(options) {
   check_lr(options.lr);
   check_beta("beta1", options.beta1);
   check_beta("beta2", options.beta2);
@@ -73,9 +73,5 @@ void Adam::step(const std::vector<gw::ParameterView>& params) {
                 p.grad_scale);
   }
 }
-
-void Adam::save_state(std::ostream& out) const { state_.save(out); }
-
-void Adam::load_state(std::istream& in) { state_.load(in); }
 
 }  // namespace gw::trainer

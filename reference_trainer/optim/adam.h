@@ -14,7 +14,7 @@ namespace gw::trainer {
 // At step t (from 1): g' = g + weight_decay * w; m = beta1 m + (1 - beta1) g';
 // v = beta2 v + (1 - beta2) g'^2; w -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) +
 // eps).
-class Adam final : public gw::Optimizer {
+class Adam final : public StatefulOptimizer {
  public:
   struct Options {
     double lr = 0.0;  // must be set: > 0
@@ -32,21 +32,13 @@ class Adam final : public gw::Optimizer {
   // State (step count, first and second moments) is created at the first step for the layout it
   // is given; a later step with another layout throws std::invalid_argument.
   void step(const std::vector<gw::ParameterView>& params) override;
-  bool accepts_gradient_scale() const override { return true; }
-  // The momentum buffers (sgd) or first and second moments (adam), once the first step made them.
-  std::optional<std::vector<gw::StateBuffer>> state_buffers() override { return state_.buffers(); }
   double learning_rate() const override { return options_.lr; }
   void set_learning_rate(double lr) override;
-  // See Note [Optimizer state format].
-  void save_state(std::ostream& out) const override;
-  void load_state(std::istream& in) override;
 
   const Options& options() const { return options_; }
-  std::uint64_t steps() const { return state_.step(); }
 
  private:
   Options options_;
-  ParameterState state_;
 };
 
 }  // namespace gw::trainer

@@ -4,8 +4,11 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <iosfwd>
+#include <istream>
+#include <optional>
+#include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "plugin/optimizer.h"
@@ -49,6 +52,24 @@ class ParameterState {
   std::uint64_t step_ = 0;
   std::vector<std::size_t> sizes_;
   std::vector<std::vector<float>> buffers_;  // [param * buffers_per_parameter_ + which]
+};
+
+// What Sgd and Adam share: their ParameterState behind the Optimizer interface's state methods.
+class StatefulOptimizer : public gw::Optimizer {
+ public:
+  bool accepts_gradient_scale() const override { return true; }
+  // The momentum buffers (sgd) or first and second moments (adam), once the first step made them.
+  std::optional<std::vector<gw::StateBuffer>> state_buffers() override { return state_.buffers(); }
+  // See Note [Optimizer state format].
+  void save_state(std::ostream& out) const override { state_.save(out); }
+  void load_state(std::istream& in) override { state_.load(in); }
+  std::uint64_t steps() const { return state_.step(); }
+
+ protected:
+  StatefulOptimizer(std::string owner, std::size_t buffers_per_parameter)
+      : state_(std::move(owner), buffers_per_parameter) {}
+
+  ParameterState state_;
 };
 
 }  // namespace gw::trainer

@@ -38,7 +38,7 @@ void nesterov_update(float* __restrict w, const float* __restrict g, float* __re
 }  // namespace
 
 Sgd::Sgd(const Options& options)
-    : options_(options), state_("sgd", options.momentum > 0.0 ? 1 : 0) {
+    : StatefulOptimizer("sgd", options.momentum > 0.0 ? 1 : 0), options_(options) {
   check_lr(options.lr);
   if (!(options.momentum >= 0.0 && options.momentum < 1.0)) {
     throw std::invalid_argument("Sgd: momentum must be in [0, 1), got " +
@@ -92,9 +92,5 @@ void Sgd::release_momentum() {
   momentum_released_ = true;
   state_ = ParameterState("sgd", 0);
 }
-
-void Sgd::save_state(std::ostream& out) const { state_.save(out); }
-
-void Sgd::load_state(std::istream& in) { state_.load(in); }
 
 }  // namespace gw::trainer

@@ -14,7 +14,7 @@ namespace gw::trainer {
 // PyTorch semantics (dampening 0): g' = g + weight_decay * w; with momentum,
 // buf = momentum * buf + g' (buf starts at zero, so the first step gives buf = g');
 // d = nesterov ? g' + momentum * buf : buf (d = g' without momentum); w -= lr * d.
-class Sgd final : public gw::Optimizer {
+class Sgd final : public StatefulOptimizer {
  public:
   struct Options {
     double lr = 0.0;  // must be set: > 0
@@ -31,26 +31,18 @@ class Sgd final : public gw::Optimizer {
   // State (the momentum buffers) is created at the first step for the layout it is given; a later
   // step with another layout throws std::invalid_argument.
   void step(const std::vector<gw::ParameterView>& params) override;
-  bool accepts_gradient_scale() const override { return true; }
   std::optional<gw::SgdMomentum> sgd_momentum() const override;
   // Throws std::logic_error after the first step. Afterwards options().momentum is 0.
   void release_momentum() override;
   bool momentum_released() const { return momentum_released_; }
-  // The momentum buffers (sgd) or first and second moments (adam), once the first step made them.
-  std::optional<std::vector<gw::StateBuffer>> state_buffers() override { return state_.buffers(); }
   double learning_rate() const override { return options_.lr; }
   void set_learning_rate(double lr) override;
-  // See Note [Optimizer state format].
-  void save_state(std::ostream& out) const override;
-  void load_state(std::istream& in) override;
 
   const Options& options() const { return options_; }
-  std::uint64_t steps() const { return state_.step(); }
 
  private:
   Options options_;
   bool momentum_released_ = false;
-  ParameterState state_;
 };
 
 }  // namespace gw::trainer

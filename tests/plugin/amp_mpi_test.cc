@@ -28,29 +28,7 @@ std::unique_ptr<trainer::Sgd> sgd(double momentum = 0.0) {
   return std::make_unique<trainer::Sgd>(o);
 }
 
-constexpr std::size_t kBig = 3000, kSmall = 40;
-
-struct Model {
-  std::vector<float> big = std::vector<float>(kBig, 0.5f);
-  std::vector<float> small = std::vector<float>(kSmall, -0.25f);
-  std::vector<ParameterSpec> specs() {
-    return {{"big", big.data(), big.size()}, {"small", small.data(), small.size()}};
-  }
-  std::vector<float> flat() const {
-    std::vector<float> out(big);
-    out.insert(out.end(), small.begin(), small.end());
-    return out;
-  }
-  // Rank r's gradient at `step` times `scale` (what backward of a scaled loss gives).
-  void gradients(DistributedOptimizer& opt, int rank, std::int64_t step, float scale) {
-    std::mt19937 rng(static_cast<unsigned>(1000 * step + rank));
-    std::normal_distribution<float> noise(0.0f, 1.0f);
-    float* g = opt.gradient(0);
-    for (std::size_t i = 0; i < big.size(); ++i) g[i] = (noise(rng) + 0.3f * big[i]) * scale;
-    g = opt.gradient(1);
-    for (std::size_t i = 0; i < small.size(); ++i) g[i] = (noise(rng) + 0.3f * small[i]) * scale;
-  }
-};
+using Model = testing::TwoTensorModel;
 
 bool all_finite(const std::vector<float>& v) {
   for (float x : v) {

@@ -25,23 +25,7 @@ std::unique_ptr<trainer::Sgd> momentum_sgd(bool nesterov = false) {
   return std::make_unique<trainer::Sgd>(o);
 }
 
-// A small model: two tensors, one above GRADWIRE_DGC_MIN_NUMEL (sparsified) and one below.
-struct Model {
-  std::vector<float> big = std::vector<float>(3000, 0.5f);
-  std::vector<float> small = std::vector<float>(40, -0.25f);
-  std::vector<ParameterSpec> specs() {
-    return {{"big", big.data(), big.size()}, {"small", small.data(), small.size()}};
-  }
-  // Rank r's gradient at `step`: noise plus a pull towards zero, so errors would compound.
-  void gradients(DistributedOptimizer& opt, int rank, int step) {
-    std::mt19937 rng(static_cast<unsigned>(1000 * step + rank));
-    std::normal_distribution<float> noise(0.0f, 1.0f);
-    float* g = opt.gradient(0);
-    for (std::size_t i = 0; i < big.size(); ++i) g[i] = noise(rng) + 0.3f * big[i];
-    g = opt.gradient(1);
-    for (std::size_t i = 0; i < small.size(); ++i) g[i] = noise(rng) + 0.3f * small[i];
-  }
-};
+using Model = testing::TwoTensorModel;
 
 using testing::world;
 

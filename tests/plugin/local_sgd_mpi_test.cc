@@ -30,36 +30,16 @@ std::unique_ptr<trainer::Sgd> sgd(double momentum = 0.0, double weight_decay = 0
   return std::make_unique<trainer::Sgd>(o);
 }
 
-constexpr std::size_t kBig = 3000, kSmall = 40, kTotal = kBig + kSmall;
+constexpr std::size_t kBig = testing::TwoTensorModel::kBig;
+constexpr std::size_t kTotal = testing::TwoTensorModel::kTotal;
 
-struct Model {
-  std::vector<float> big = std::vector<float>(kBig, 0.5f);
-  std::vector<float> small = std::vector<float>(kSmall, -0.25f);
-  std::vector<ParameterSpec> specs() {
-    return {{"big", big.data(), big.size()}, {"small", small.data(), small.size()}};
+// The two-tensor model with a nonlinear pull towards zero, so ranks drift apart between
+// averaging points and errors would compound. (With a gradient linear in w, averaging would
+// commute with plain SGD's steps and local SGD would equal synchronous SGD for any k.)
+struct Model : testing::TwoTensorModel {
+  Model() {
+    pull = [](float w) { return 0.3f * w + 0.5f * w * w * w; };
   }
-  std::vector<float> flat() const {
-    std::vector<float> out(big);
-    out.insert(out.end(), small.begin(), small.end());
-    return out;
-  }
-  void set(const std::vector<float>& flat) {
-    std::copy(flat.begin(), flat.begin() + kBig, big.begin());
-    std::copy(flat.begin() + kBig, flat.end(), small.begin());
-  }
-  // Rank r's gradient at `step`: its own noise plus a nonlinear pull towards zero, so ranks drift
-  // apart between averaging points and errors would compound. (With a gradient linear in w,
-  // averaging would commute with plain SGD's steps and local SGD would equal synchronous SGD for
-  // any k.)
-  void gradients(DistributedOptimizer& opt, int rank, std::int64_t step) {
-    std::mt19937 rng(static_cast<unsigned>(1000 * step + rank));
-    std::normal_distribution<float> noise(0.0f, 1.0f);
-    float* g = opt.gradient(0);
-    for (std::size_t i = 0; i < big.size(); ++i) g[i] = noise(rng) + pull(big[i]);
-    g = opt.gradient(1);
-    for (std::size_t i = 0; i < small.size(); ++i) g[i] = noise(rng) + pull(small[i]);
-  }
-  static float pull(float w) { return 0.3f * w + 0.5f * w * w * w; }
 };
 
 // A loss that falls with the step and differs by rank, so the mean over ranks matters.

@@ -1,7 +1,10 @@
 // Helpers shared by the plugin's MPI tests.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <memory>
+#include <random>
 #include <utility>
 #include <vector>
 
@@ -26,5 +29,38 @@ inline DistributedOptimizerOptions settings(const Settings& values) {
 inline std::shared_ptr<CountingCommunicator> world() {
   return std::make_shared<CountingCommunicator>(make_mpi_world_communicator());
 }
+
+// Two parameters, one of 3000 elements (sparsified once GRADWIRE_DGC_MIN_NUMEL is 1000) and one of
+// 40 (always dense).
+struct TwoTensorModel {
+  static constexpr std::size_t kBig = 3000, kSmall = 40, kTotal = kBig + kSmall;
+  std::vector<float> big = std::vector<float>(kBig, 0.5f);
+  std::vector<float> small = std::vector<float>(kSmall, -0.25f);
+  // What the gradient adds to the noise at w: a pull towards zero, so errors would compound.
+  float (*pull)(float) = [](float w) { return 0.3f * w; };
+
+  std::vector<ParameterSpec> specs() {
+    return {{"big", big.data(), big.size()}, {"small", small.data(), small.size()}};
+  }
+  std::vector<float> flat() const {
+    std::vector<float> out(big);
+    out.insert(out.end(), small.begin(), small.end());
+    return out;
+  }
+  void set(const std::vector<float>& flat) {
+    std::copy(flat.begin(), flat.begin() + kBig, big.begin());
+    std::copy(flat.begin() + kBig, flat.end(), small.begin());
+  }
+  // Rank r's gradient at `step`: N(0, 1) noise seeded by (step, rank) plus pull(w), times `scale`
+  // (what backward of a loss scaled for AMP gives).
+  void gradients(DistributedOptimizer& opt, int rank, std::int64_t step, float scale = 1.0f) {
+    std::mt19937 rng(static_cast<unsigned>(1000 * step + rank));
+    std::normal_distribution<float> noise(0.0f, 1.0f);
+    float* g = opt.gradient(0);
+    for (std::size_t i = 0; i < big.size(); ++i) g[i] = (noise(rng) + pull(big[i])) * scale;
+    g = opt.gradient(1);
+    for (std::size_t i = 0; i < small.size(); ++i) g[i] = (noise(rng) + pull(small[i])) * scale;
+  }
+};
 
 }  // namespace gw::testing
