@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "benchmarks/bench_mpi_util.h"
+#include "benchmarks/bench_report.h"
 #include "plugin/comm/mpi/mpi_runtime.h"
 #include "plugin/config/params.h"
 #include "plugin/distributed_optimizer.h"
@@ -177,9 +178,7 @@ int main(int argc, char** argv) {
           {"rows", rows},
           {"max_ratio_at_or_above_1MB", max_ratio_1mb},
           {"max_ratio_separate_divide_at_or_above_1MB", max_ratio_div_1mb}};
-      std::ofstream out(report_path);
-      out << report.dump(2) << "\n";
-      std::printf("report written to %s\n", report_path.c_str());
+      if (const int rc = gw::bench::write_report(report, report_path); rc != 0) return rc;
     }
   }
   return 0;

@@ -31,9 +31,12 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "benchmarks/bench_report.h"
 #include "kernels/topk.h"
 
 namespace {
+
+using gw::bench::verdict;
 
 struct Packed {
   std::int32_t index;
@@ -97,8 +100,6 @@ std::uint32_t read_pass(const std::vector<float>& grad) {
   for (std::uint32_t lane : lanes) sum += lane;
   return sum;
 }
-
-const char* verdict(bool ok) { return ok ? "PASS" : "FAIL"; }
 
 }  // namespace
 
@@ -230,12 +231,6 @@ int main(int argc, char** argv) {
         {"time_vs_read_pass_max", 3.0},
         {"speedup_met", speedup_ok},
         {"time_vs_read_pass_met", read_ok}}}};
-  std::ofstream out(report_path);
-  out << report.dump(2) << "\n";
-  if (!out) {
-    std::fprintf(stderr, "cannot write report '%s'\n", report_path.c_str());
-    return 2;
-  }
-  std::printf("report written to %s\n", report_path.c_str());
+  if (const int rc = gw::bench::write_report(report, report_path); rc != 0) return rc;
   return 0;
 }

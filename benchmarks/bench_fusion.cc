@@ -45,6 +45,7 @@
 
 #include "benchmarks/resnet50_shapes.h"
 #include "benchmarks/bench_mpi_util.h"
+#include "benchmarks/bench_report.h"
 #include "plugin/comm/mpi/mpi_runtime.h"
 #include "plugin/config/params.h"
 #include "plugin/distributed_optimizer.h"
@@ -54,16 +55,8 @@ namespace {
 using gw::bench::max_over_ranks;
 using gw::bench::median;
 using gw::bench::NoUpdate;
-
-// One call of `fn` on every rank, after a barrier: this rank's seconds.
-double time_once(const std::function<void()>& fn) {
-  MPI_Barrier(MPI_COMM_WORLD);
-  const double t0 = MPI_Wtime();
-  fn();
-  return MPI_Wtime() - t0;
-}
-
-const char* verdict(bool ok) { return ok ? "met" : "NOT met"; }
+using gw::bench::time_once;
+using gw::bench::verdict;
 
 // A workload: tensor names and sizes in registration order, and one flat array of parameter
 // values that every optimizer built on it shares (NoUpdate never writes them; the broadcast at
@@ -421,13 +414,7 @@ int main(int argc, char** argv) {
             {"fused_vs_single_met", fused_ok},
             {"per_tensor_vs_fused_met", per_ok},
             {"wrong_met", wrong_ok}}}};
-      std::ofstream out(report_path);
-      out << report.dump(2) << "\n";
-      if (!out) {
-        std::fprintf(stderr, "cannot write report '%s'\n", report_path.c_str());
-        return 2;
-      }
-      std::printf("report written to %s\n", report_path.c_str());
+      if (const int rc = gw::bench::write_report(report, report_path); rc != 0) return rc;
     }
   }
   return 0;

@@ -1,10 +1,11 @@
-// Helpers shared by the MPI benchmarks: an inner optimizer that does nothing, and the medians of
-// the slowest rank's times.
+// Helpers shared by the MPI benchmarks: an inner optimizer that does nothing, timing one call on
+// every rank, and the medians of the slowest rank's times.
 #pragma once
 
 #include <mpi.h>
 
 #include <algorithm>
+#include <functional>
 #include <istream>
 #include <ostream>
 #include <string>
@@ -42,6 +43,14 @@ inline std::vector<double> max_over_ranks(std::vector<double> t) {
   MPI_Allreduce(MPI_IN_PLACE, t.data(), static_cast<int>(t.size()), MPI_DOUBLE, MPI_MAX,
                 MPI_COMM_WORLD);
   return t;
+}
+
+// One call of `fn` on every rank, after a barrier: this rank's seconds.
+inline double time_once(const std::function<void()>& fn) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double t0 = MPI_Wtime();
+  fn();
+  return MPI_Wtime() - t0;
 }
 
 }  // namespace gw::bench

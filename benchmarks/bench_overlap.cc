@@ -53,6 +53,7 @@
 
 #include "benchmarks/resnet50_shapes.h"
 #include "benchmarks/bench_mpi_util.h"
+#include "benchmarks/bench_report.h"
 #include "plugin/comm/mpi/mpi_runtime.h"
 #include "plugin/config/params.h"
 #include "plugin/distributed_optimizer.h"
@@ -62,14 +63,8 @@ namespace {
 using gw::bench::max_over_ranks;
 using gw::bench::median;
 using gw::bench::NoUpdate;
-
-// One call of `fn` on every rank, after a barrier: this rank's seconds.
-double time_once(const std::function<void()>& fn) {
-  MPI_Barrier(MPI_COMM_WORLD);
-  const double t0 = MPI_Wtime();
-  fn();
-  return MPI_Wtime() - t0;
-}
+using gw::bench::time_once;
+using gw::bench::verdict;
 
 // Median over `iters` calls of the slowest rank's time.
 double median_time(const std::function<void()>& fn, int iters) {
@@ -77,8 +72,6 @@ double median_time(const std::function<void()>& fn, int iters) {
   for (double& s : t) s = time_once(fn);
   return median(max_over_ranks(t));
 }
-
-const char* verdict(bool ok) { return ok ? "met" : "NOT met"; }
 
 // The CPU stand-in's unit of work: C = A * B on 64x64 matrices (beta 0, so nothing grows).
 class GemmWork {
@@ -423,13 +416,7 @@ int main(int argc, char** argv) {
            {{"overlapped_vs_max_compute_exchange_max", 1.15},
             {"overlapped_met", overlap_ok},
             {"wrong_met", wrong_ok}}}};
-      std::ofstream out(report_path);
-      out << report.dump(2) << "\n";
-      if (!out) {
-        std::fprintf(stderr, "cannot write report '%s'\n", report_path.c_str());
-        return 2;
-      }
-      std::printf("report written to %s\n", report_path.c_str());
+      if (const int rc = gw::bench::write_report(report, report_path); rc != 0) return rc;
     }
   }
   return 0;
