@@ -34,6 +34,15 @@ std::optional<TrainerOptions> parse_command_line(int argc, char** argv, int* exi
   app.add_option("--max-steps", o.max_steps, "Stop after this many steps (0: no limit)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_option("--eval-every", o.eval_every,
+                 "Also evaluate every N steps, into the report's history (0: at epoch ends only)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--time-budget", o.time_budget,
+                 "Stop at the first evaluation after this many seconds of training (0: no "
+                 "limit; evaluation time is not counted)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--train-subset", o.train_subset,
                  "Train on the first N training samples only (0: all)")
       ->capture_default_str();

@@ -161,6 +161,17 @@ nlohmann::json make_report(const TrainerOptions& options, const config::Config& 
                       {"gradient_bytes_sent", e.gradient_bytes_sent},
                       {"parameter_bytes_sent", e.parameter_bytes_sent}});
   }
+  nlohmann::json history = nlohmann::json::array();
+  for (const auto& h : result.history) {
+    history.push_back({{"step", h.step},
+                       {"epoch", h.epoch},
+                       {"train_seconds", h.train_seconds},
+                       {"wall_seconds", h.wall_seconds},
+                       {"test_accuracy", h.test_accuracy},
+                       {"test_loss", h.test_loss},
+                       {"gradient_bytes_sent", h.gradient_bytes_sent},
+                       {"parameter_bytes_sent", h.parameter_bytes_sent}});
+  }
   nlohmann::json traffic = traffic_json(result.traffic_per_rank, result.steps);
   const double exchanged = static_cast<double>(exchange_bytes_max_rank(result.traffic_per_rank));
   const double samples_per_second =
@@ -183,6 +194,15 @@ nlohmann::json make_report(const TrainerOptions& options, const config::Config& 
       {"steps", result.steps},
       {"epochs", epochs},
       {"final_test_accuracy", result.final_test_accuracy},
+      {"eval_every", options.eval_every},
+      {"time_budget_seconds", options.time_budget},
+      {"stopped_by_time_budget", result.stopped_by_time_budget},
+      {"history", history},
+      {"history_is",
+       "every evaluation in order (--eval-every inside epochs, and each epoch's end): steps done, "
+       "training seconds before it (rank 0 after a barrier, evaluation excluded), wall seconds "
+       "since the start, test accuracy and loss of the ranks' average model, and rank 0's "
+       "gradient and parameter bytes sent so far"},
       {"wall_seconds", result.wall_seconds},
       {"train_seconds", result.train_seconds},
       {"samples", result.samples},

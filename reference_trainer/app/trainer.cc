@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "plugin/distributed_optimizer.h"
+#include "sync_policies/sync_policy.h"
 #include "reference_trainer/app/progress.h"
 #include "reference_trainer/data/sharder.h"
 #include "reference_trainer/nn/make_model.h"
@@ -39,17 +40,19 @@ double synchronized_now(Communicator& comm) {
 struct Evaluation {
   double accuracy = 0;
   double loss = 0;
+  bool stop = false;  // rank 0 voted to stop (its time budget ran out)
 };
 
-// Each rank evaluates a contiguous slice of the test set; the sums are combined with one
-// allreduce (control traffic).
-Evaluation evaluate(Model& model, const Dataset& test, Communicator& comm) {
+// Each rank evaluates a contiguous slice of the test set; the sums, and rank 0's vote to stop,
+// are combined with one allreduce (control traffic).
+Evaluation evaluate(Model& model, const Dataset& test, Communicator& comm, bool stop_vote) {
   const std::size_t n = static_cast<std::size_t>(comm.size());
   const std::size_t r = static_cast<std::size_t>(comm.rank());
   const std::size_t begin = test.size() * r / n, end = test.size() * (r + 1) / n;
   const std::size_t features = test.features();
   constexpr std::size_t kChunk = 500;
-  double sums[3] = {0, 0, static_cast<double>(end - begin)};  // loss, correct, count
+  // loss, correct, count, stop votes
+  double sums[4] = {0, 0, static_cast<double>(end - begin), r == 0 && stop_vote ? 1.0 : 0.0};
   for (std::size_t i = begin; i < end; i += kChunk) {
     const std::size_t b = std::min(kChunk, end - i);
     std::int64_t correct = 0;
@@ -57,8 +60,41 @@ Evaluation evaluate(Model& model, const Dataset& test, Communicator& comm) {
                    &correct);
     sums[1] += static_cast<double>(correct);
   }
-  comm.allreduce(sums, 3, DataType::kFloat64, ReduceOp::kSum, TrafficKind::kControl);
-  return Evaluation{sums[1] / sums[2], sums[0] / sums[2]};
+  comm.allreduce(sums, 4, DataType::kFloat64, ReduceOp::kSum, TrafficKind::kControl);
+  return Evaluation{sums[1] / sums[2], sums[0] / sums[2], sums[3] > 0};
+}
+
+// Note [Evaluation points]
+// An evaluation inside an epoch (--eval-every) must not change the run it measures. Under
+// synchronous SGD the ranks hold the same parameters and evaluate them. Under a local SGD policy
+// they have drifted apart, and an averaging through the optimizer (synchronize_parameters, as at
+// the end of an epoch) would add an averaging point the schedule did not have. So the average is
+// taken into the model for the evaluation only, with an allreduce counted as control traffic, and
+// each rank's own parameters are put back afterwards: the training goes on exactly as without the
+// evaluation, and its gradient and parameter bytes are unchanged. Evaluation time is kept out of
+// the training clock (and so out of time-to-accuracy figures); the barriers around it are too.
+Evaluation evaluate_average(Model& model, const Dataset& test, Communicator& comm,
+                            bool ranks_in_step, bool stop_vote) {
+  if (ranks_in_step || comm.size() == 1) return evaluate(model, test, comm, stop_vote);
+  std::vector<float> own, average;
+  for (const auto& p : model.parameters()) own.insert(own.end(), p.value, p.value + p.numel);
+  average = own;
+  comm.allreduce(average.data(), average.size(), DataType::kFloat32, ReduceOp::kSum,
+                 TrafficKind::kControl);
+  const float inv = 1.0f / static_cast<float>(comm.size());
+  std::size_t at = 0;
+  for (const auto& p : model.parameters()) {
+    for (std::size_t i = 0; i < p.numel; ++i) p.value[i] = average[at + i] * inv;
+    at += p.numel;
+  }
+  const Evaluation e = evaluate(model, test, comm, stop_vote);
+  at = 0;
+  for (const auto& p : model.parameters()) {
+    std::copy(own.begin() + static_cast<std::ptrdiff_t>(at),
+              own.begin() + static_cast<std::ptrdiff_t>(at + p.numel), p.value);
+    at += p.numel;
+  }
+  return e;
 }
 
 // Every rank's `count` figures, rank after rank (control traffic).
@@ -154,11 +190,32 @@ TrainResult train(const TrainerOptions& options, const config::Config& config,
   const auto reached_max_steps = [&] {
     return options.max_steps > 0 && result.steps >= options.max_steps;
   };
-  for (int epoch = 1; epoch <= options.epochs && !reached_max_steps(); ++epoch) {
+  const bool ranks_in_step =
+      optimizer.sync_policy().name() == sync_policies::to_string(sync_policies::SyncMode::kEveryStep);
+  // Records one evaluation point: `trained` seconds of training so far, at wall time `now`.
+  const auto record = [&](const Evaluation& eval, double trained, double now) {
+    const TrafficCounters c = comm->counters();
+    EvalPoint p;
+    p.step = result.steps;
+    p.epoch = static_cast<double>(result.steps) / static_cast<double>(steps_per_epoch);
+    p.train_seconds = trained;
+    p.wall_seconds = now - run_start;
+    p.test_accuracy = eval.accuracy;
+    p.test_loss = eval.loss;
+    p.gradient_bytes_sent = c[TrafficKind::kGradient].sent_bytes;
+    p.parameter_bytes_sent = c[TrafficKind::kParameter].sent_bytes;
+    result.history.push_back(p);
+  };
+  const auto over_budget = [&](double trained) {
+    return options.time_budget > 0 && trained >= options.time_budget;
+  };
+  bool stop = false;
+  for (int epoch = 1; epoch <= options.epochs && !reached_max_steps() && !stop; ++epoch) {
     EpochResult e;
     e.epoch = epoch;
     const TrafficCounters before = comm->counters();
     const double epoch_start = synchronized_now(*comm);
+    double segment_start = epoch_start, epoch_train = 0;
     double loss_sum = 0;
     std::size_t steps_done = 0;
     for (std::size_t step = 0; step < steps_per_epoch; ++step) {
@@ -174,21 +231,49 @@ TrainResult train(const TrainerOptions& options, const config::Config& config,
       ++result.steps;
       ++steps_done;
       progress.update(epoch, options.epochs, step + 1, steps_per_epoch, loss_sum / steps_done);
+      if (options.eval_every > 0 && result.steps % options.eval_every == 0 &&
+          step + 1 < steps_per_epoch && !reached_max_steps()) {
+        const double pause = synchronized_now(*comm);
+        epoch_train += pause - segment_start;
+        const double trained = result.train_seconds + epoch_train;
+        const Evaluation eval =
+            evaluate_average(*model, data.test, *comm, ranks_in_step, over_budget(trained));
+        record(eval, trained, pause);
+        if (is_root) {
+          progress.finish();
+          std::printf("  step %lld (epoch %.2f)  test_acc %.4f  trained %.1f s\n",
+                      static_cast<long long>(result.steps), result.history.back().epoch,
+                      eval.accuracy, trained);
+          std::fflush(stdout);
+        }
+        segment_start = synchronized_now(*comm);
+        if (eval.stop) {
+          stop = true;
+          break;
+        }
+      }
     }
     progress.finish();
     // Under local SGD, evaluate the average model (a no-op when the ranks are in step).
     optimizer.synchronize_parameters();
     const double train_end = synchronized_now(*comm);
+    epoch_train += train_end - segment_start;
     // The epoch's training loss, averaged over steps and ranks.
     double loss_and_steps[2] = {loss_sum, static_cast<double>(steps_done)};
     comm->allreduce(loss_and_steps, 2, DataType::kFloat64, ReduceOp::kSum, TrafficKind::kControl);
-    const Evaluation eval = evaluate(*model, data.test, *comm);
+    const double trained = result.train_seconds + epoch_train;
+    const Evaluation eval = evaluate(*model, data.test, *comm, over_budget(trained));
+    // After a stop inside the epoch this is the same point again: recorded once.
+    if (result.history.empty() || result.history.back().step != result.steps) {
+      record(eval, trained, train_end);
+    }
+    if (eval.stop) stop = true;
     const double epoch_end = synchronized_now(*comm);
 
     e.loss = loss_and_steps[1] > 0 ? loss_and_steps[0] / loss_and_steps[1] : 0.0;
     e.test_accuracy = eval.accuracy;
     e.test_loss = eval.loss;
-    e.train_seconds = train_end - epoch_start;
+    e.train_seconds = epoch_train;
     e.wall_seconds = epoch_end - epoch_start;
     e.samples = static_cast<std::uint64_t>(steps_done) * sharder.global_batch();
     const TrafficCounters after = comm->counters();
@@ -212,6 +297,7 @@ TrainResult train(const TrainerOptions& options, const config::Config& config,
   }
   result.wall_seconds = synchronized_now(*comm) - run_start;
   result.final_test_accuracy = result.epochs.empty() ? 0.0 : result.epochs.back().test_accuracy;
+  result.stopped_by_time_budget = stop;
   result.traffic_per_rank = gather_traffic(*comm);
   result.compression_per_rank = gather_compression(optimizer.compression_stats(), *comm);
   result.sync = optimizer.sync_stats();

@@ -27,6 +27,19 @@ struct EpochResult {
   std::uint64_t parameter_bytes_sent = 0;  // likewise (local SGD's averaging)
 };
 
+// One evaluation of the test set, inside an epoch (--eval-every) or at its end. Under local SGD
+// the evaluated model is the ranks' average (Note [Evaluation points]).
+struct EvalPoint {
+  std::int64_t step = 0;   // steps done before it
+  double epoch = 0;        // step / steps per epoch
+  double train_seconds = 0;  // training time before it, evaluation excluded (rank 0, synchronized)
+  double wall_seconds = 0;   // wall time since the run started, evaluation included
+  double test_accuracy = 0;
+  double test_loss = 0;
+  std::uint64_t gradient_bytes_sent = 0;   // rank 0, since the run started
+  std::uint64_t parameter_bytes_sent = 0;  // likewise
+};
+
 // What mixed precision did (GRADWIRE_AMP=1); the same on every rank.
 struct AmpResult {
   bool enabled = false;
@@ -45,6 +58,8 @@ struct TrainResult {
   std::size_t parameters = 0;
   std::string model_description;
   std::vector<EpochResult> epochs;
+  std::vector<EvalPoint> history;  // every evaluation, in order
+  bool stopped_by_time_budget = false;
   double final_test_accuracy = 0;
   double wall_seconds = 0;    // rank 0, from before the first step to after the last eval
   double train_seconds = 0;   // sum of the epochs' training time

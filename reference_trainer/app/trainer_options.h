@@ -18,6 +18,8 @@ struct TrainerOptions {
   double weight_decay = 0.0;
   std::uint64_t seed = 42;
   std::int64_t max_steps = 0;    // 0: no limit
+  std::int64_t eval_every = 0;   // also evaluate every this many steps (0: at epoch ends only)
+  double time_budget = 0;        // stop once training (evaluation excluded) took this many s
   std::size_t train_subset = 0;  // 0: the whole training set
   std::size_t test_subset = 0;   // 0: the whole test set
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
