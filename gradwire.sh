@@ -6,6 +6,8 @@
 #   demo          setup, build, then train the reference MLP on Fashion-MNIST across 4 MPI ranks
 #   test          setup, build, then run every test (CTest)
 #   bench         setup, build, then run the benchmarks (reports in ./build/bench/)
+#   bench lowband [OPTIONS]  setup, build, then train across a virtual cluster of shaped links
+#                 (root; benchmarks/lowband/gradwire_lowband.py --help; report in ./build/lowband/)
 #   readme-table  regenerate the README's table of GRADWIRE_* variables from the registry
 #
 # Environment: BUILD_DIR (default ./build), JOBS (default: number of cores), NP (demo ranks, 4).
@@ -18,7 +20,7 @@ NP=${NP:-4}
 
 PACKAGES=(build-essential cmake pkg-config openmpi-bin libopenmpi-dev libopenblas-dev zlib1g-dev
           libcli11-dev nlohmann-json3-dev googletest libgtest-dev libgmock-dev libbenchmark-dev
-          dataset-fashion-mnist)
+          dataset-fashion-mnist iproute2 python3 gnuplot-nox)
 
 log() { printf '\033[1m[gradwire]\033[0m %s\n' "$*"; }
 
@@ -77,6 +79,12 @@ cmd_bench() {
   cmd_setup
   cmd_build
   mpi_env
+  if [ "${1:-}" = lowband ]; then
+    shift
+    log "bench lowband: gradwire_train across shaped network namespaces (docs/LOWBAND.md)"
+    exec python3 "$ROOT/benchmarks/lowband/gradwire_lowband.py" --bin "$BUILD_DIR/bin" \
+      --report "$BUILD_DIR/lowband/report.json" "$@"
+  fi
   mkdir -p "$BUILD_DIR/bench"
   log "bench: gradwire_bench_allreduce, $NP ranks"
   mpirun -np "$NP" --oversubscribe --bind-to none "$BUILD_DIR/bin/gradwire_bench_allreduce" \
@@ -111,6 +119,6 @@ case "${1:-}" in
   bench) shift; cmd_bench "$@" ;;
   readme-table) shift; cmd_readme_table "$@" ;;
   *)
-    sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
     exit 2 ;;
 esac

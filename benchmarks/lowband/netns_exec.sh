@@ -1,0 +1,32 @@
+#!/bin/sh
+# gradwire lowband: the launch agent OpenMPI's rsh launcher calls instead of ssh
+# (mpirun --mca plm_rsh_agent benchmarks/lowband/netns_exec.sh).
+#
+# OpenMPI calls it as `netns_exec.sh HOST COMMAND...`, where HOST is a name from the hostfile:
+# here the address of one virtual host, 10.231.0.X. The command runs in that host's network
+# namespace, GWLB_PREFIX-hX-1, through `ip netns exec`, so the orted it starts (and the ranks
+# under it) see only that host's shaped link. Anything else is refused.
+set -eu
+if [ $# -lt 2 ]; then
+  echo "netns_exec.sh: usage: netns_exec.sh HOST COMMAND... (called by mpirun)" >&2
+  exit 2
+fi
+host=$1
+shift
+prefix=${GWLB_PREFIX:-gwlb}
+subnet=${GWLB_SUBNET:-10.231.0}
+case "$host" in
+  "$subnet".*) last=${host##*.} ;;
+  *)
+    echo "netns_exec.sh: host '$host' is not an address in $subnet.0/24 (the lowband cluster)" >&2
+    exit 2 ;;
+esac
+case "$last" in
+  ''|*[!0-9]*) echo "netns_exec.sh: host '$host' has no numeric last part" >&2; exit 2 ;;
+esac
+ns="$prefix-h$((last - 1))"
+if ! ip netns list | awk '{print $1}' | grep -qx "$ns"; then
+  echo "netns_exec.sh: namespace '$ns' for host '$host' does not exist" >&2
+  exit 2
+fi
+exec ip netns exec "$ns" /bin/sh -c "$*"

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# lowband_harness.sh SRC BIN MODE: the low-bandwidth harness (benchmarks/lowband).
+#   options    bad options are refused with what is accepted, before anything is made
+#   lifecycle  it refuses namespaces left by another run, --cleanup removes them, and Ctrl-C
+#              (SIGINT) in the middle of a job stops the job and removes every namespace
+#   smoke      2 hosts at 100 Mbit/s, one short dgc run: the shaping is real (a 4 MiB
+#              allreduce within 25% of what the rate predicts), the report has every field, the
+#              plot is drawn, and nothing is left behind
+# Namespaces are named $GWLB_PREFIX-* (gwlbtest here, apart from a user's gwlb runs). Where they
+# cannot be made (not root, no iproute2, no tbf), lifecycle and smoke say so and exit 77 (skip).
+set -u
+src=$1; bin=$2; mode=$3
+export GWLB_PREFIX=gwlbtest
+harness=(python3 "$src/benchmarks/lowband/gradwire_lowband.py" --bin "$bin")
+work=$(mktemp -d)
+leftovers() { ip netns list 2>/dev/null | awk '{print $1}' | grep "^$GWLB_PREFIX-" || true; }
+cleanup() { "${harness[@]}" --cleanup > /dev/null 2>&1 || true; rm -rf "$work"; }
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+expect_refusal() {  # expect_refusal REGEX ARGS...: exit 2, message matching REGEX, nothing made
+  local regex=$1; shift
+  local out rc
+  out=$("${harness[@]}" "$@" 2>&1); rc=$?
+  printf '%s\n' "$out" | tail -n 3
+  [ "$rc" -eq 2 ] || fail "exit $rc for '$*', expected 2"
+  printf '%s\n' "$out" | grep -Eq -- "$regex" || fail "message for '$*' does not match: $regex"
+}
+
+case "$mode" in
+options)
+  expect_refusal "--rates '0': accepted a comma list of distinct whole Mbit/s" --rates 0
+  expect_refusal "--rates '100,x'" --rates 100,x
+  expect_refusal "unknown or repeated \['zip'\]; accepted: dense, fp16, topk, dgc, local_sgd_k4" \
+    --strategies dense,zip
+  expect_refusal "--hosts 1: accepted 2 to 16" --hosts 1
+  expect_refusal "--target-accuracy 1.5: accepted \(0, 1\]" --target-accuracy 1.5
+  expect_refusal "gradwire_train not found in /nonexistent" --bin /nonexistent
+  echo "ok: bad options refused"
+  ;;
+lifecycle)
+  out=$("${harness[@]}" --hosts 2 --rates 10 --strategies dense --report "$work/skip.json" \
+        --epochs 1 --probe-bytes 65536 --train-subset 640 --test-subset 100 --time-budget 1 2>&1)
+  rc=$?
+  if [ "$rc" -eq 77 ]; then echo "$out"; exit 77; fi
+  [ "$rc" -eq 0 ] || { echo "$out"; fail "a short run failed (exit $rc)"; }
+  [ -z "$(leftovers)" ] || fail "namespaces left after a run: $(leftovers)"
+  # Namespaces of another run: refused, named, and --cleanup removes them.
+  ip netns add "$GWLB_PREFIX-h0" || fail "cannot add a namespace"
+  expect_refusal "namespaces left by another lowband run exist: $GWLB_PREFIX-h0" \
+    --hosts 2 --rates 10 --strategies dense --report "$work/r.json"
+  "${harness[@]}" --cleanup | grep -q "removed $GWLB_PREFIX-h0" || fail "--cleanup said nothing"
+  [ -z "$(leftovers)" ] || fail "--cleanup left $(leftovers)"
+  # SIGINT while a job runs (dense at 10 Mbit/s moves 1.3 s per step): exit 130, nothing left.
+  "${harness[@]}" --hosts 2 --rates 10 --strategies dense --epochs 1 --report "$work/i.json" \
+    --probe-bytes 65536 > "$work/i.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 1 120); do
+    grep -q "dense at 10 Mbit/s: running" "$work/i.log" && break
+    sleep 0.5
+  done
+  grep -q "running" "$work/i.log" || { cat "$work/i.log"; fail "the job never started"; }
+  sleep 3
+  pgrep -f "$bin/gradwire_train" > /dev/null || fail "no gradwire_train running before SIGINT"
+  kill -INT "$pid"
+  wait "$pid"; rc=$?
+  cat "$work/i.log" | tail -n 3
+  [ "$rc" -eq 130 ] || fail "exit $rc after SIGINT, expected 130"
+  [ -z "$(leftovers)" ] || fail "namespaces left after SIGINT: $(leftovers)"
+  sleep 1
+  ! pgrep -f "$bin/gradwire_train" > /dev/null || fail "gradwire_train still running after SIGINT"
+  echo "ok: leftovers refused and cleaned; SIGINT removes the job and the namespaces"
+  ;;
+smoke)
+  "${harness[@]}" --hosts 2 --rates 100 --strategies dgc --epochs 1 --train-subset 4096 \
+    --test-subset 1000 --probe-bytes 4194304 --check-probe 0.25 --target-accuracy 0.5 \
+    --report "$work/report.json"
+  rc=$?
+  [ "$rc" -eq 77 ] && exit 77
+  [ "$rc" -eq 0 ] || fail "the smoke run failed (exit $rc)"
+  [ -z "$(leftovers)" ] || fail "namespaces left: $(leftovers)"
+  "$bin/gradwire_check_report" "$work/report.json" \
+    --min /probes/100/measured_over_predicted=0.75 --max /probes/100/measured_over_predicted=1.25 \
+    --max /probes/100/wrong=0 --min /runs/0/rate_mbit=100 --max /runs/0/rate_mbit=100 \
+    --min /runs/0/final_test_accuracy=0.5 --min /runs/0/time_to_target_seconds=0 \
+    --min /runs/0/gradient_bytes_per_step=1 --min /runs/0/samples_per_second=1 \
+    --min /runs/0/history/0/exchange_bytes=1 || fail "report figures"
+  grep -q '"strategy": "dgc"' "$work/report.json" || fail "no dgc run in the report"
+  grep -q '"speedup_vs_dense": null' "$work/report.json" || fail "speedup_vs_dense without dense"
+  grep -q "^| dgc | " "$work/report.md" || fail "no dgc row in the Markdown report"
+  if command -v gnuplot > /dev/null; then
+    [ -s "$work/report.png" ] || fail "gnuplot is here but no plot was drawn"
+    head -c 8 "$work/report.png" | od -c | grep -q "P   N   G" || fail "the plot is not a PNG"
+  fi
+  echo "ok: shaped 2-host run, probe within 25%, report and plot complete"
+  ;;
+*) fail "mode '$mode': accepted options, lifecycle, smoke" ;;
+esac
