@@ -444,7 +444,7 @@ def markdown(report):
                       f"{probe['measured_over_predicted']:.2f}x the {probe['predicted_seconds']:.3f}"
                       f" s the rate predicts.", ""]
         lines += ["| strategy | final acc | time to target (s) | speedup vs dense | "
-                  "grad B/step after warm-up | fewer grad B than dense | param B/step | "
+                  "grad B/step after warm-up | dense grad B / this | param B/step | "
                   "exchange B/step | samples/s | epochs |",
                   "|---|---|---|---|---|---|---|---|---|---|"]
         for r in report["runs"]:
@@ -461,7 +461,7 @@ def markdown(report):
             lines.append(
                 f"| {r['strategy']} | {r['final_test_accuracy']:.4f} | {ttt} | {speed} | "
                 f"{r['gradient_bytes_per_step_after_warmup']:,.0f} | "
-                f"{fmt(r['gradient_bytes_vs_dense_after_warmup'], '.1f')}x | "
+                f"{fmt(r['gradient_bytes_vs_dense_after_warmup'], '.1f')} | "
                 f"{r['parameter_bytes_per_step']:,.0f} | {r['exchange_bytes_per_step']:,.0f} | "
                 f"{r['samples_per_second']:,.0f} | {r['epochs_done']:.2f}{budget} |")
         lines.append("")
@@ -642,6 +642,8 @@ def main(argv):
     os.makedirs(rundir, exist_ok=True)
 
     cluster = None if args.no_shaping else Cluster(args.hosts)
+    if args.no_shaping:
+        log("--no-shaping: UNSHAPED loopback TCP on this machine; --rates is not used")
     launcher = None
 
     def on_signal(signum, _frame):

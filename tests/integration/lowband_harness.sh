@@ -3,6 +3,7 @@
 #   options    bad options are refused with what is accepted, before anything is made
 #   lifecycle  it refuses namespaces left by another run, --cleanup removes them, and Ctrl-C
 #              (SIGINT) in the middle of a job stops the job and removes every namespace
+#   unshaped   --no-shaping: loopback, no namespaces, and every output says UNSHAPED
 #   smoke      2 hosts at 100 Mbit/s, one short dgc run: the shaping is real (a 4 MiB
 #              allreduce within 25% of what the rate predicts), the report has every field, the
 #              plot is drawn, and nothing is left behind
@@ -37,6 +38,19 @@ options)
   expect_refusal "--target-accuracy 1.5: accepted \(0, 1\]" --target-accuracy 1.5
   expect_refusal "gradwire_train not found in /nonexistent" --bin /nonexistent
   echo "ok: bad options refused"
+  ;;
+unshaped)
+  "${harness[@]}" --no-shaping --hosts 2 --strategies dense,local_sgd_k4 --epochs 1 \
+    --train-subset 1280 --test-subset 200 --probe-bytes 65536 --report "$work/u.json" \
+    > "$work/u.log" 2>&1 || { cat "$work/u.log"; fail "the unshaped run failed"; }
+  grep -q '"shaped": false' "$work/u.json" || fail "the JSON does not say unshaped"
+  grep -q "UNSHAPED" "$work/u.md" || fail "the Markdown does not say UNSHAPED"
+  grep -q '"rate_mbit": null' "$work/u.json" || fail "an unshaped run has a rate"
+  "$bin/gradwire_check_report" "$work/u.json" --min /runs/1/exchange_bytes_vs_dense=2 \
+    --min /runs/0/gradient_bytes_vs_dense_after_warmup=1 \
+    --max /runs/0/gradient_bytes_vs_dense_after_warmup=1 || fail "report figures"
+  [ -z "$(leftovers)" ] || fail "namespaces made by an unshaped run: $(leftovers)"
+  echo "ok: unshaped run labelled in every output"
   ;;
 lifecycle)
   out=$("${harness[@]}" --hosts 2 --rates 10 --strategies dense --report "$work/skip.json" \
@@ -94,5 +108,5 @@ smoke)
   fi
   echo "ok: shaped 2-host run, probe within 25%, report and plot complete"
   ;;
-*) fail "mode '$mode': accepted options, lifecycle, smoke" ;;
+*) fail "mode '$mode': accepted options, unshaped, lifecycle, smoke" ;;
 esac
