@@ -154,6 +154,22 @@ class Cluster:
             sh(["ip", "-n", ns, "addr", "add", f"{self.address(i)}/24", "dev", "eth0"])
             sh(["ip", "-n", ns, "link", "set", "eth0", "up"])
             sh(["ip", "-n", ns, "link", "set", "lo", "up"])
+        self.wait_reachable()
+
+    def wait_reachable(self, seconds=20):
+        """Waits until every host reaches host 0 (a refused connection to a closed port proves the
+        path), so that mpirun's daemons can call back as soon as they start."""
+        check = ("import socket,sys\ns=socket.socket(); s.settimeout(1)\ntry:\n"
+                 f"  s.connect(('{self.address(0)}', 9))\nexcept ConnectionRefusedError:\n"
+                 "  sys.exit(0)\nexcept OSError:\n  sys.exit(1)\n")
+        deadline = time.monotonic() + seconds
+        for i in range(1, self.hosts):
+            while sh(["ip", "netns", "exec", self.host_ns(i), sys.executable, "-c", check],
+                     check=False).returncode != 0:
+                if time.monotonic() > deadline:
+                    raise HarnessError(f"host {self.address(i)} cannot reach {self.address(0)} "
+                                       f"over the bridge after {seconds} s")
+                time.sleep(0.2)
 
     def _add_ns(self, name):
         sh(["ip", "netns", "add", name])
@@ -254,11 +270,16 @@ class Launcher:
                "--mca", "btl_tcp_flags", "send,inplace",
                "--mca", "coll_tuned_use_dynamic_rules", "1",
                "--mca", "coll_tuned_allreduce_algorithm", "4"]
+        # The virtual hosts share this machine's cores, but each orted sees one slot of its own
+        # and lets its rank spin while it waits; the spinning rank then takes the core from one
+        # that computes. Yielding when idle gives the core back, as a real host would not need.
+        mca += ["--mca", "mpi_yield_when_idle", "1"]
         if self.cluster:
             subnet = f"{SUBNET}.0/24"
             cmd = ["ip", "netns", "exec", Cluster.host_ns(0), "mpirun", "-np", str(self.args.hosts),
                    "--hostfile", self.hostfile, "--map-by", "node", "--bind-to", "none",
                    "--mca", "plm_rsh_agent", os.path.join(HERE, "netns_exec.sh"),
+                   "--mca", "routed", "direct",
                    "--mca", "btl_tcp_if_include", subnet, "--mca", "oob_tcp_if_include", subnet]
         else:
             cmd = ["mpirun", "-np", str(self.args.hosts), "--oversubscribe", "--bind-to", "none",
