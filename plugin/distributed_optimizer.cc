@@ -229,6 +229,13 @@ void DistributedOptimizer::run_job(std::size_t b) {
     return timed ? Timeline::Clock::now() : Timeline::Clock::time_point();
   };
   BucketTimes& t = times_[b];
+  // The AMP unscale-and-check of bucket b, timed from `begin`.
+  const auto check = [&](Timeline::Clock::time_point begin) {
+    t.check_begin = begin;
+    if (!unscale_and_check(b)) job_overflow_ = true;
+    t.check_end = now();
+    t.check_ran = true;
+  };
   if (job_ != Job::kAverageParameters) run_order_.push_back(b);
   if (inject_.step == steps_ && inject_.bucket == b &&
       (inject_.rank < 0 || inject_.rank == comm_->rank())) {
@@ -239,18 +246,10 @@ void DistributedOptimizer::run_job(std::size_t b) {
       t.started = now();
       exchange_bucket(b);
       t.exchange_ran = true;
-      if (scaler_ && check_after_exchange_) {
-        t.check_begin = t.exchange.decoded;
-        if (!unscale_and_check(b)) job_overflow_ = true;
-        t.check_end = now();
-        t.check_ran = true;
-      }
+      if (scaler_ && check_after_exchange_) check(t.exchange.decoded);
       break;
     case Job::kCheck:
-      t.check_begin = now();
-      if (!unscale_and_check(b)) job_overflow_ = true;
-      t.check_end = now();
-      t.check_ran = true;
+      check(now());
       break;
     case Job::kAverageParameters:
       t.average_begin = now();

@@ -13,7 +13,6 @@ See docs/LOWBAND.md for the cluster's layout, what is measured and how to read t
 
 import argparse
 import json
-import math
 import os
 import platform
 import re
@@ -21,7 +20,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -90,6 +88,16 @@ def existing_namespaces():
         return []
     names = [line.split()[0] for line in p.stdout.splitlines() if line.strip()]
     return [n for n in names if n.startswith(PREFIX + "-")]
+
+
+def remove_namespace(name):
+    """Kills whatever still runs inside namespace `name`, then deletes it (its veths go with it)."""
+    for pid in sh(["ip", "netns", "pids", name], check=False).stdout.split():
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except (ProcessLookupError, ValueError):
+            pass
+    sh(["ip", "netns", "del", name], check=False)
 
 
 def namespaces_unavailable():
@@ -210,25 +218,14 @@ class Cluster:
 
     def destroy(self):
         for ns in reversed(self.created):
-            pids = sh(["ip", "netns", "pids", ns], check=False).stdout.split()
-            for pid in pids:
-                try:
-                    os.kill(int(pid), signal.SIGKILL)
-                except (ProcessLookupError, ValueError):
-                    pass
-            sh(["ip", "netns", "del", ns], check=False)
+            remove_namespace(ns)
         self.created = []
 
 
 def cleanup_leftovers():
     left = existing_namespaces()
     for ns in left:
-        for pid in sh(["ip", "netns", "pids", ns], check=False).stdout.split():
-            try:
-                os.kill(int(pid), signal.SIGKILL)
-            except (ProcessLookupError, ValueError):
-                pass
-        sh(["ip", "netns", "del", ns], check=False)
+        remove_namespace(ns)
     return left
 
 
@@ -259,32 +256,39 @@ class Launcher:
         env["GWLB_SUBNET"] = SUBNET
         return env
 
-    def command(self, program, env_names):
-        # OpenMPI's TCP transport, and no other. btl_tcp_flags without "put": with it, large
-        # messages move in put chunks whose control messages queue behind the other direction's
-        # data on the one connection per pair, and an exchange in both directions runs at half
-        # the link rate (docs/LOWBAND.md).
-        # Allreduce by ring: OpenMPI 4.1's fixed decision picks non-ring algorithms for these
-        # sizes, 1.5x slower than ring on a shaped link at 4 hosts (docs/LOWBAND.md).
-        mca = ["--mca", "pml", "ob1", "--mca", "btl", "tcp,self",
-               "--mca", "btl_tcp_flags", "send,inplace",
-               "--mca", "coll_tuned_use_dynamic_rules", "1",
-               "--mca", "coll_tuned_allreduce_algorithm", "4"]
-        # The virtual hosts share this machine's cores, but each orted sees one slot of its own
-        # and lets its rank spin while it waits; the spinning rank then takes the core from one
-        # that computes. Yielding when idle gives the core back, as a real host would not need.
-        mca += ["--mca", "mpi_yield_when_idle", "1"]
+    def mca(self):
+        """The MCA parameters of every launch: the defaults below, then --mca overrides."""
         if self.cluster:
             subnet = f"{SUBNET}.0/24"
-            cmd = ["ip", "netns", "exec", Cluster.host_ns(0), "mpirun", "-np", str(self.args.hosts),
-                   "--hostfile", self.hostfile, "--map-by", "node", "--bind-to", "none",
-                   "--mca", "plm_rsh_agent", os.path.join(HERE, "netns_exec.sh"),
-                   "--mca", "routed", "direct",
-                   "--mca", "btl_tcp_if_include", subnet, "--mca", "oob_tcp_if_include", subnet]
+            params = {"plm_rsh_agent": os.path.join(HERE, "netns_exec.sh"), "routed": "direct",
+                      "btl_tcp_if_include": subnet, "oob_tcp_if_include": subnet}
         else:
-            cmd = ["mpirun", "-np", str(self.args.hosts), "--oversubscribe", "--bind-to", "none",
-                   "--mca", "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo"]
-        cmd += mca
+            params = {"btl_tcp_if_include": "lo", "oob_tcp_if_include": "lo"}
+        params.update({
+            # OpenMPI's TCP transport, and no other.
+            "pml": "ob1", "btl": "tcp,self",
+            # No "put": with it, an exchange in both directions at once runs at half the link
+            # rate (docs/LOWBAND.md).
+            "btl_tcp_flags": "send,inplace",
+            # Allreduce by ring: OpenMPI 4.1's fixed decision picks slower algorithms for these
+            # sizes on a shaped link at 4 hosts (docs/LOWBAND.md).
+            "coll_tuned_use_dynamic_rules": "1", "coll_tuned_allreduce_algorithm": "4",
+            # The virtual hosts share this machine's cores, but each daemon sees one slot of its
+            # own and lets its rank spin while it waits, taking the core from a rank that
+            # computes. Yielding when idle gives the core back.
+            "mpi_yield_when_idle": "1",
+        })
+        params.update(self.args.mca_overrides)
+        return params
+
+    def command(self, program, env_names):
+        if self.cluster:
+            cmd = ["ip", "netns", "exec", Cluster.host_ns(0), "mpirun", "-np", str(self.args.hosts),
+                   "--hostfile", self.hostfile, "--map-by", "node", "--bind-to", "none"]
+        else:
+            cmd = ["mpirun", "-np", str(self.args.hosts), "--oversubscribe", "--bind-to", "none"]
+        for name, value in self.mca().items():
+            cmd += ["--mca", name, value]
         for name in sorted(set(env_names) | {"OPENBLAS_NUM_THREADS"}):
             cmd += ["-x", name]
         return cmd + program
@@ -368,7 +372,6 @@ def summarize_run(strategy, rate, env, report_path, args):
         r = json.load(f)
     t, step = time_to_target(r["history"], args.target_accuracy)
     traffic = r["traffic"]
-    steps = max(1, r["steps"])
     comp = r.get("compression", {})
     grad_step = r["gradient_bytes_per_step"]
     after = comp.get("gradient_bytes_per_step_after_warmup") or 0.0
@@ -449,13 +452,11 @@ def markdown(report):
               f"- Machine: {report['machine']['cores']} cores, Linux {report['machine']['kernel']}, "
               f"{report['machine']['mpi']}, TCP congestion control "
               f"{report['machine']['tcp_congestion_control']}",
+              "- OpenMPI MCA: " + " ".join(f"`{k}={v}`" for k, v in report["mpi_mca"].items()
+                                           if k not in ("plm_rsh_agent",)),
               "- Times are training seconds (evaluation excluded); bytes are the busiest rank's "
               "sent bytes from gradwire's counters.", ""]
-    rates = []
-    for r in report["runs"]:
-        if r["rate_mbit"] not in rates:
-            rates.append(r["rate_mbit"])
-    for rate in rates:
+    for rate in report["rates"]:
         title = f"{rate} Mbit/s per host (tbf)" if rate else "loopback, UNSHAPED"
         lines += [f"## {title}", ""]
         probe = report["probes"].get(str(rate))
@@ -464,6 +465,8 @@ def markdown(report):
                       f"{probe['mpi_allreduce_seconds']:.3f} s (median), "
                       f"{probe['measured_over_predicted']:.2f}x the {probe['predicted_seconds']:.3f}"
                       f" s the rate predicts.", ""]
+        if not any(r["rate_mbit"] == rate for r in report["runs"]):
+            continue
         lines += ["| strategy | final acc | time to target (s) | speedup vs dense | "
                   "grad B/step after warm-up | dense grad B / this | param B/step | "
                   "exchange B/step | samples/s | epochs |",
@@ -495,10 +498,10 @@ def plot(report, path, workdir):
     if shutil.which("gnuplot") is None:
         log("gnuplot not found (Debian package gnuplot-nox): no plot")
         return None
-    rates = []
-    for r in report["runs"]:
-        if r["rate_mbit"] not in rates:
-            rates.append(r["rate_mbit"])
+    rates = [rate for rate in report["rates"]
+             if any(r["rate_mbit"] == rate and "error" not in r for r in report["runs"])]
+    if not rates:
+        return None
     datadir = os.path.join(workdir, "plotdata")
     os.makedirs(datadir, exist_ok=True)
     label = "" if report["shaped"] else " (UNSHAPED loopback)"
@@ -589,6 +592,11 @@ def parse_args(argv):
                    help="size of the allreduce that checks each rate (0: half a second's worth)")
     p.add_argument("--check-probe", type=float, default=0,
                    help="fail unless each probe is within this fraction of the prediction")
+    p.add_argument("--mca", action="append", default=[], metavar="NAME=VALUE",
+                   help="an OpenMPI MCA parameter for every launch, replacing the harness's "
+                   "value of the same name (docs/LOWBAND.md lists them); repeatable")
+    p.add_argument("--probe-only", action="store_true",
+                   help="shape each rate and time the probe allreduce; no training")
     p.add_argument("--no-shaping", action="store_true",
                    help="no namespaces: all ranks on loopback TCP, unshaped (labelled so)")
     p.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"),
@@ -624,6 +632,14 @@ def parse_args(argv):
         errors.append(f"--batch-size {a.batch_size}: accepted 1 or more")
     if not 0 <= a.check_probe < 10:
         errors.append(f"--check-probe {a.check_probe}: accepted a fraction in [0, 10)")
+    a.mca_overrides = {}
+    for item in a.mca:
+        name, eq, value = item.partition("=")
+        if not eq or not re.fullmatch(r"[a-z][a-z0-9_]*", name) or not value:
+            errors.append(f"--mca '{item}': accepted NAME=VALUE, NAME an MCA parameter such as "
+                          "btl_tcp_flags")
+        else:
+            a.mca_overrides[name] = value
     if errors:
         p.error("; ".join(errors))
     a.report = os.path.abspath(a.report)
@@ -687,6 +703,7 @@ def main(argv):
                      "time_budget": args.time_budget, "eval_every": args.eval_every,
                      "steps_per_epoch": args.steps_per_epoch, "train_subset": args.train_subset,
                      "test_subset": args.test_subset},
+        "rates": [],
         "probes": {},
         "links": {},
         "runs": [],
@@ -706,7 +723,9 @@ def main(argv):
             cluster.create()
         launcher = Launcher(args, cluster, rundir)
         report["machine"] = machine_facts(cluster)
+        report["mpi_mca"] = launcher.mca()
         rates = args.rate_list if cluster else [None]
+        report["rates"] = rates
         for rate in rates:
             if cluster:
                 report["links"][str(rate)] = cluster.shape(rate)
@@ -720,7 +739,7 @@ def main(argv):
             else:
                 log(f"probe (unshaped): {probe['bytes'] / 1e6:.2f} MB allreduce "
                     f"{probe['mpi_allreduce_seconds']:.4f} s")
-            for strategy in args.strategy_list:
+            for strategy in [] if args.probe_only else args.strategy_list:
                 tag = f"{rate if rate else 'loopback'}_{strategy.replace('+', '_')}"
                 rpath = os.path.join(rundir, f"{tag}.json")
                 lpath = os.path.join(rundir, f"{tag}.log")
@@ -761,10 +780,6 @@ def main(argv):
                 report["links"][str(rate)]["qdisc_stats_after"] = cluster.qdisc_stats()
     except Interrupted as e:
         log(f"interrupted ({e}): stopping the job and removing the namespaces")
-        if launcher:
-            launcher.kill()
-        if cluster:
-            cluster.destroy()
         return EXIT_INTERRUPTED
     finally:
         for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):

@@ -191,7 +191,7 @@ TrainResult train(const TrainerOptions& options, const config::Config& config,
     return options.max_steps > 0 && result.steps >= options.max_steps;
   };
   const bool ranks_in_step =
-      optimizer.sync_policy().name() == sync_policies::to_string(sync_policies::SyncMode::kEveryStep);
+      optimizer.sync_policy().mode() == sync_policies::SyncMode::kEveryStep;
   // Records one evaluation point: `trained` seconds of training so far, at wall time `now`.
   const auto record = [&](const Evaluation& eval, double trained, double now) {
     const TrafficCounters c = comm->counters();

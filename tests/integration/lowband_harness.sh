@@ -35,6 +35,7 @@ options)
   expect_refusal "unknown or repeated \['zip'\]; accepted: dense, fp16, topk, dgc, local_sgd_k4" \
     --strategies dense,zip
   expect_refusal "--hosts 1: accepted 2 to 16" --hosts 1
+  expect_refusal "--mca 'btl_tcp_flags': accepted NAME=VALUE" --mca btl_tcp_flags
   expect_refusal "--target-accuracy 1.5: accepted \(0, 1\]" --target-accuracy 1.5
   expect_refusal "gradwire_train not found in /nonexistent" --bin /nonexistent
   echo "ok: bad options refused"

@@ -21,12 +21,7 @@ using testing::Settings;
 using testing::settings;
 using testing::world;
 
-std::unique_ptr<trainer::Sgd> sgd(double momentum = 0.0) {
-  trainer::Sgd::Options o;
-  o.lr = 0.05;
-  o.momentum = momentum;
-  return std::make_unique<trainer::Sgd>(o);
-}
+using testing::sgd;
 
 using Model = testing::TwoTensorModel;
 

@@ -6,24 +6,9 @@
 #include <exception>
 #include <vector>
 
-#include "plugin/comm/mpi/mpi_runtime.h"
-#include "plugin/config/params.h"
-#include "plugin/distributed_optimizer.h"
+#include "plugin_test_util.h"
 
-namespace {
-
-class NoUpdate : public gw::Optimizer {
- public:
-  std::string name() const override { return "none"; }
-  void step(const std::vector<gw::ParameterView>&) override {}
-  bool accepts_gradient_scale() const override { return true; }
-  double learning_rate() const override { return 0; }
-  void set_learning_rate(double) override {}
-  void save_state(std::ostream&) const override {}
-  void load_state(std::istream&) override {}
-};
-
-}  // namespace
+using gw::testing::NoUpdate;
 
 int main(int argc, char** argv) {
   gw::MpiRuntime mpi(&argc, &argv);

@@ -158,16 +158,7 @@ struct ManyTensors {
   }
 };
 
-class NoUpdate : public Optimizer {
- public:
-  std::string name() const override { return "none"; }
-  void step(const std::vector<ParameterView>&) override {}
-  bool accepts_gradient_scale() const override { return true; }
-  double learning_rate() const override { return 0; }
-  void set_learning_rate(double) override {}
-  void save_state(std::ostream&) const override {}
-  void load_state(std::istream&) override {}
-};
+using testing::NoUpdate;
 
 TEST(Fusion, BucketsRunInPlanOrderOnEveryRankWhateverTheOrderAndSpeedOfBackward) {
   const auto comm = world();

@@ -22,13 +22,7 @@ using testing::Settings;
 using testing::settings;
 using testing::world;
 
-std::unique_ptr<trainer::Sgd> sgd(double momentum = 0.0, double weight_decay = 0.0) {
-  trainer::Sgd::Options o;
-  o.lr = 0.05;
-  o.momentum = momentum;
-  o.weight_decay = weight_decay;
-  return std::make_unique<trainer::Sgd>(o);
-}
+using testing::sgd;
 
 constexpr std::size_t kBig = testing::TwoTensorModel::kBig;
 constexpr std::size_t kTotal = testing::TwoTensorModel::kTotal;

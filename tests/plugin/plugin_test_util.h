@@ -11,6 +11,7 @@
 #include "plugin/comm/mpi/mpi_runtime.h"
 #include "plugin/config/params.h"
 #include "plugin/distributed_optimizer.h"
+#include "reference_trainer/optim/sgd.h"
 
 namespace gw::testing {
 
@@ -62,5 +63,27 @@ struct TwoTensorModel {
     for (std::size_t i = 0; i < small.size(); ++i) g[i] = (noise(rng) + pull(small[i])) * scale;
   }
 };
+
+// The inner optimizer of tests that look only at the exchange: nothing to update, and it accepts
+// the gradient scale, so step() leaves the sum over ranks in the gradients.
+class NoUpdate : public Optimizer {
+ public:
+  std::string name() const override { return "none"; }
+  void step(const std::vector<ParameterView>&) override {}
+  bool accepts_gradient_scale() const override { return true; }
+  double learning_rate() const override { return 0; }
+  void set_learning_rate(double) override {}
+  void save_state(std::ostream&) const override {}
+  void load_state(std::istream&) override {}
+};
+
+// The tests' SGD: lr 0.05.
+inline std::unique_ptr<trainer::Sgd> sgd(double momentum = 0.0, double weight_decay = 0.0) {
+  trainer::Sgd::Options o;
+  o.lr = 0.05;
+  o.momentum = momentum;
+  o.weight_decay = weight_decay;
+  return std::make_unique<trainer::Sgd>(o);
+}
 
 }  // namespace gw::testing
