@@ -219,7 +219,18 @@ void DistributedOptimizer::launch_released(std::size_t count) {
   const std::size_t end = tracker_.released();
   for (std::size_t b = end - count; b < end; ++b) {
     if (timeline_) times_[b].released = Timeline::Clock::now();
-    engine_->launch(b);
+    // A bucket's job failed while backward went on (Note [Engine threads]): report it here.
+    if (!engine_->launch(b)) {
+      wait_engine();  // throws the failure
+      throw std::logic_error("DistributedOptimizer: the engine refused a bucket but reported no "
+                             "failure");
+    }
+  }
+}
+
+void DistributedOptimizer::launch_all() {
+  for (std::size_t b = 0; b < plan_.size(); ++b) {
+    if (!engine_->launch(b)) return;  // a job failed: the wait_engine() that follows reports it
   }
 }
 
@@ -325,7 +336,7 @@ void DistributedOptimizer::collect_gradients() {
     if (!overflow_ && exchanging_) {
       compressor_->begin_step(steps_);
       job_ = Job::kExchange;
-      for (std::size_t b = 0; b < plan_.size(); ++b) engine_->launch(b);
+      launch_all();
       wait_engine();
     }
   } else if (job_ == Job::kExchange && scaler_) {
@@ -539,7 +550,7 @@ void DistributedOptimizer::synchronize_parameters() {
 void DistributedOptimizer::average_parameters(bool scheduled) {
   // Bucket by bucket on the engine (Note [Parameter averaging wire]).
   job_ = Job::kAverageParameters;
-  for (std::size_t b = 0; b < plan_.size(); ++b) engine_->launch(b);
+  launch_all();
   wait_engine();
   if (average_state_) average_state();
 

@@ -248,8 +248,12 @@ class DistributedOptimizer {
   void collect_gradients();
   // The first gradient_ready of a step (or step() without any): what this step's bucket jobs do.
   void begin_gradients();
-  // Hands the `count` buckets the launch tracker just released to the engine.
+  // Hands the `count` buckets the launch tracker just released to the engine; throws the engine's
+  // failure (wait_engine) if a job has failed.
   void launch_released(std::size_t count);
+  // Hands every bucket to the engine, in plan order, stopping at a failed engine; a wait_engine()
+  // must follow.
+  void launch_all();
   // The engine's job for bucket b (Note [Buckets in the step]), on the engine thread.
   void run_job(std::size_t b);
   // Compressor and collectives over bucket b. Afterwards each of its parameters' gradient is the

@@ -21,10 +21,10 @@ Engine::~Engine() {
   thread_.join();
 }
 
-void Engine::launch(std::size_t bucket) {
+bool Engine::launch(std::size_t bucket) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (failure_) throw std::logic_error("Engine::launch: the engine failed earlier");
+    if (failure_) return false;
     if (queue_.size() == capacity_) {
       throw std::logic_error("Engine::launch: more than " + std::to_string(capacity_) +
                              " jobs between two waits");
@@ -32,6 +32,7 @@ void Engine::launch(std::size_t bucket) {
     queue_.push_back(bucket);
   }
   work_.notify_one();
+  return true;
 }
 
 void Engine::run_next(std::unique_lock<std::mutex>& lock) {
@@ -85,6 +86,11 @@ std::optional<Engine::Failure> Engine::wait() {
 bool Engine::failed() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return failure_.has_value();
+}
+
+bool Engine::stopping() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stop_;
 }
 
 }  // namespace gw

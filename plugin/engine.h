@@ -21,10 +21,13 @@ namespace gw {
 // thread calls wait() (step() does), it takes over: the engine thread finishes the job it is in
 // and takes no other, and the waiting thread runs the rest itself. So the end of a step costs one
 // hand-over, not a thread wake-up per bucket, and never waits for the engine thread to be
-// scheduled on a busy machine. A job that throws stops the batch: the jobs queued behind it are dropped,
-// and wait() reports the failure (the bucket and the exception) on the waiting thread. The
-// engine is then failed for good: the collectives of the ranks no longer match, and only ending
-// the job (MPI_Abort) frees a peer waiting in one.
+// scheduled on a busy machine. A job that throws stops the batch: the jobs queued behind it are
+// dropped, and wait() reports the failure (the bucket and the exception) on the waiting thread.
+// The engine is then failed for good: the collectives of the ranks no longer match, and only
+// ending the job (MPI_Abort) frees a peer waiting in one. A job may fail while the program's
+// thread is still launching the rest of the batch (how far it got depends on the scheduling), so
+// launch() into a failed engine queues nothing and returns false, and the caller asks wait() for
+// the failure: the same failure reaches the caller whichever call comes first.
 class Engine {
  public:
   using Job = std::function<void(std::size_t bucket)>;
@@ -42,14 +45,18 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  // Queues job(bucket). Precondition (std::logic_error): fewer than `capacity` jobs launched since
-  // the last wait(), and the engine has not failed.
-  void launch(std::size_t bucket);
+  // Queues job(bucket) and returns true; returns false, queuing nothing, once a job has failed
+  // (then wait() returns the failure). Precondition (std::logic_error): fewer than `capacity` jobs
+  // launched since the last wait().
+  [[nodiscard]] bool launch(std::size_t bucket);
   // Blocks until every launched job has run (helping, Note [Engine threads]); then the next batch
   // may start. Returns the failure, if a job threw in this batch or an earlier one.
   std::optional<Failure> wait();
 
   bool failed() const;
+  // True once the destructor has begun: the jobs not yet started are dropped, and a running job
+  // may look here to end early (the tests hold a job here to see the destructor drop the rest).
+  bool stopping() const;
 
  private:
   void loop();

@@ -18,31 +18,37 @@
 namespace gw {
 namespace {
 
+// No assertion here needs a thread to be scheduled within some time: the sleeps only make
+// overlapping jobs likely if the engine ever ran two at once, and the waits have no time limit.
 TEST(Engine, RunsJobsOneAtATimeInLaunchOrderOffTheCallingThread) {
   std::vector<std::size_t> ran;
   std::atomic<int> running{0};
   std::atomic<int> most{0};
-  std::atomic<int> off_thread{0};
+  std::atomic<int> started{0};
+  std::atomic<bool> first_off_thread{false};
   const auto caller = std::this_thread::get_id();
   Engine engine(
       [&](std::size_t b) {
         most = std::max(most.load(), ++running);
+        // Jobs run in launch order, so job 0 is the first; it says where it runs, then signals.
+        if (b == 0) first_off_thread = std::this_thread::get_id() != caller;
+        ++started;
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
         ran.push_back(b);
-        if (std::this_thread::get_id() != caller) ++off_thread;
         --running;
       },
       8);
-  for (std::size_t b = 0; b < 8; ++b) engine.launch(b);
-  // The caller returns from launch() at once and could go on with backward; the engine works.
-  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  for (std::size_t b = 0; b < 8; ++b) ASSERT_TRUE(engine.launch(b));
+  // launch() returns at once and never runs a job itself (only wait() may), so a job that starts
+  // before wait() is called runs on the engine thread, however long the machine takes to get to it.
+  while (started.load() == 0) std::this_thread::yield();
+  EXPECT_TRUE(first_off_thread.load());
   EXPECT_FALSE(engine.wait().has_value());
   EXPECT_EQ(ran, (std::vector<std::size_t>{0, 1, 2, 3, 4, 5, 6, 7}));
   EXPECT_EQ(most.load(), 1);
-  EXPECT_GT(off_thread.load(), 0);
   // The next batch starts empty.
   ran.clear();
-  engine.launch(3);
+  ASSERT_TRUE(engine.launch(3));
   EXPECT_FALSE(engine.wait().has_value());
   EXPECT_EQ(ran, (std::vector<std::size_t>{3}));
 }
@@ -55,7 +61,10 @@ TEST(Engine, AThrowingJobDropsTheRestAndWaitReportsItsBucket) {
         ran.push_back(b);
       },
       6);
-  for (std::size_t b = 0; b < 6; ++b) engine.launch(b);
+  // Job 2 can fail before this thread has launched 3..5 (when it is kept off a core that long):
+  // those launches then return false. Either way the failure is wait()'s to report.
+  for (std::size_t b = 0; b < 3; ++b) ASSERT_TRUE(engine.launch(b));
+  for (std::size_t b = 3; b < 6; ++b) (void)engine.launch(b);
   const auto failure = engine.wait();
   ASSERT_TRUE(failure.has_value());
   EXPECT_EQ(failure->bucket, 2u);
@@ -66,25 +75,50 @@ TEST(Engine, AThrowingJobDropsTheRestAndWaitReportsItsBucket) {
   }
   EXPECT_EQ(ran, (std::vector<std::size_t>{0, 1}));
   EXPECT_TRUE(engine.failed());
-  EXPECT_THROW(engine.launch(0), std::logic_error);
+  EXPECT_FALSE(engine.launch(0));
   EXPECT_TRUE(engine.wait().has_value());  // failed for good, no hang
+}
+
+TEST(Engine, ALaunchAfterAFailureReturnsFalseAndQueuesNothing) {
+  // The order the test above leaves to the scheduler, forced: the job fails, then a launch.
+  std::atomic<int> ran{0};
+  Engine engine(
+      [&](std::size_t b) {
+        if (b == 0) throw std::runtime_error("first");
+        ++ran;
+      },
+      4);
+  ASSERT_TRUE(engine.launch(0));
+  while (!engine.failed()) std::this_thread::yield();
+  EXPECT_FALSE(engine.launch(1));
+  EXPECT_FALSE(engine.launch(2));
+  const auto failure = engine.wait();
+  ASSERT_TRUE(failure.has_value());
+  EXPECT_EQ(failure->bucket, 0u);
+  EXPECT_EQ(ran.load(), 0);
 }
 
 TEST(Engine, RefusesMoreJobsThanItsCapacityAndDestroysWithWorkQueued) {
   std::atomic<int> started{0}, ran{0};
   {
+    Engine* self = nullptr;
     Engine engine(
         [&](std::size_t) {
           ++started;
-          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          // Held until the destructor has begun, so job 1 is still queued when it does, whatever
+          // the scheduling.
+          while (!self->stopping()) std::this_thread::yield();
           ++ran;
         },
         2);
-    engine.launch(0);
-    engine.launch(1);
-    EXPECT_THROW(engine.launch(2), std::logic_error);
+    self = &engine;
+    ASSERT_TRUE(engine.launch(0));
+    ASSERT_TRUE(engine.launch(1));
+    EXPECT_THROW((void)engine.launch(2), std::logic_error);
     while (started.load() == 0) std::this_thread::yield();
+    EXPECT_FALSE(engine.stopping());
   }  // the destructor waits for the running job and drops the queued one
+  EXPECT_EQ(started.load(), 1);
   EXPECT_EQ(ran.load(), 1);
 }
 
