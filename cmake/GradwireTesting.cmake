@@ -1,9 +1,13 @@
-# Helpers for the test suite. Every multi-rank test runs under a real mpirun (never a home-made
-# collective), with a CTest timeout so that a hang fails instead of blocking CI.
+# Helpers for the test suite. Every multi-rank test runs under a real MPI launcher (never a
+# home-made collective), with a CTest timeout so that a hang fails instead of blocking CI. The
+# launcher is bin/gw_mpiexec (cmake/GradwireMpiLauncher.cmake): the MPI the build found, with the
+# flags that MPI needs, so the same tests run under Open MPI and MPICH.
 
-set(GRADWIRE_TEST_ENV
-  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
-  OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none)
+set(GRADWIRE_TEST_ENV OPENBLAS_NUM_THREADS=1 ${GRADWIRE_MPI_TEST_ENV})
+if(GRADWIRE_MPI_FLAVOR STREQUAL openmpi)
+  # Single-process tests start MPI too; as root, Open MPI wants to be told.
+  list(APPEND GRADWIRE_TEST_ENV OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)
+endif()
 
 # gw_add_gtest(<name> SOURCES <files...> [LIBS <targets...>] [TIMEOUT <s>] [LABELS <labels...>])
 # One GoogleTest executable, run as one CTest test.
@@ -20,15 +24,26 @@ function(gw_add_gtest name)
 endfunction()
 
 # gw_add_mpi_test(<test-name> NP <n> COMMAND <exe> [args...] [TIMEOUT <s>] [LABELS <labels...>])
-# Runs <exe> under mpirun with <n> ranks (oversubscribed when n exceeds the cores).
+# Runs <exe> on <n> ranks through bin/gw_mpiexec (more ranks than cores are allowed).
 function(gw_add_mpi_test name)
   cmake_parse_arguments(ARG "" "NP;TIMEOUT" "COMMAND;LABELS" ${ARGN})
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 300)
   endif()
-  add_test(NAME ${name}
-    COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${ARG_NP} --oversubscribe --bind-to none
-            ${ARG_COMMAND})
+  add_test(NAME ${name} COMMAND ${GRADWIRE_MPIEXEC} ${MPIEXEC_NUMPROC_FLAG} ${ARG_NP} ${ARG_COMMAND})
   set_tests_properties(${name} PROPERTIES TIMEOUT ${ARG_TIMEOUT} ENVIRONMENT "${GRADWIRE_TEST_ENV}"
     LABELS "mpi;${ARG_LABELS}")
+endfunction()
+
+# gw_add_mpi_gtest(<exe> PREFIX <test-prefix> SOURCES <files...> [LIBS <libs...>] RANKS <n...>
+#                  TIMEOUT <s>): a GoogleTest binary with the MPI main (tests/common), run as
+# <prefix>_np<n> for each n.
+function(gw_add_mpi_gtest exe)
+  cmake_parse_arguments(ARG "" "PREFIX;TIMEOUT" "SOURCES;LIBS;RANKS" ${ARGN})
+  add_executable(${exe} ${ARG_SOURCES} ${PROJECT_SOURCE_DIR}/tests/common/mpi_gtest_main.cc)
+  target_link_libraries(${exe} PRIVATE gradwire ${ARG_LIBS} MPI::MPI_C GTest::gtest)
+  foreach(np ${ARG_RANKS})
+    gw_add_mpi_test(${ARG_PREFIX}_np${np} NP ${np} COMMAND $<TARGET_FILE:${exe}>
+      TIMEOUT ${ARG_TIMEOUT})
+  endforeach()
 endfunction()

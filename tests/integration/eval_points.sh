@@ -9,8 +9,8 @@ common=(--model mlp --epochs 1 --max-steps 30 --batch-size 32 --lr 0.05 --moment
         --train-subset 2048 --test-subset 500 --no-progress)
 run() {  # run NAME ARGS...: 2 ranks of local SGD with k = 4
   local name=$1; shift
-  GRADWIRE_SYNC=local_sgd GRADWIRE_LOCAL_SGD_K=4 "$mpiexec" -np 2 --oversubscribe --bind-to none \
-    -x GRADWIRE_SYNC -x GRADWIRE_LOCAL_SGD_K "$bin/gradwire_train" "${common[@]}" \
+  GRADWIRE_SYNC=local_sgd GRADWIRE_LOCAL_SGD_K=4 "$mpiexec" -n 2 \
+    "$bin/gradwire_train" "${common[@]}" \
     --save-params "$work/$name.bin" --report "$work/$name.json" "$@" > "$work/$name.log"
 }
 run plain --seed 3

@@ -7,4 +7,4 @@ cmake --install "$build" --prefix "$work/prefix" > "$work/install.log"
 cmake -S "$src/examples/wrap_optimizer" -B "$work/build" -DCMAKE_PREFIX_PATH="$work/prefix" \
   -DCMAKE_BUILD_TYPE=Release > "$work/configure.log"
 cmake --build "$work/build" -j2 > "$work/build.log"
-"$mpiexec" -np 2 --oversubscribe --bind-to none "$work/build/wrap_optimizer"
+"$mpiexec" -n 2 "$work/build/wrap_optimizer"

@@ -2,7 +2,7 @@
 # GRADWIRE_LOG_LEVEL: debug shows per-step exchange lines; error shows nothing from gradwire.
 set -u
 bin=$1; mpiexec=$2
-run() { GRADWIRE_LOG_LEVEL=$1 "$mpiexec" -np 2 --oversubscribe --bind-to none \
+run() { GRADWIRE_LOG_LEVEL=$1 "$mpiexec" -n 2 \
           "$bin/gradwire_train" --max-steps 3 --test-subset 200 --no-progress 2>&1; }
 debug=$(run debug) || { echo "$debug"; echo "FAIL: debug run failed"; exit 1; }
 quiet=$(run error) || { echo "$quiet"; echo "FAIL: error-level run failed"; exit 1; }
