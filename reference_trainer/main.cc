@@ -1,11 +1,14 @@
 // gradwire_train: the reference data-parallel trainer. Launch with mpirun; see --help.
 //
 // Order matters: the command line, the GRADWIRE_* configuration and the data set are all checked
-// before MPI starts, so a bad input stops the program before anything is sent. An error after MPI
-// started ends every rank of the job (MPI_Abort), so no rank waits forever in a collective.
+// before MPI starts, so a bad input stops the program before anything is sent. An error on any
+// rank, before MPI starts (Note [Stopping before MPI starts]) or after, ends every rank of the job
+// (MPI_Abort), so no rank waits forever in MPI_Init or in a collective.
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <memory>
+#include <utility>
 
 #include "plugin/amp_settings.h"
 #include "plugin/comm/counting_communicator.h"
@@ -26,8 +29,7 @@ constexpr int kExitFailure = 1;
 [[noreturn]] void fail(const char* what, const std::exception& e, int code) {
   std::fprintf(stderr, "gradwire_train: %s: %s\n", what, e.what());
   std::fflush(stderr);
-  if (gw::MpiRuntime::initialized()) gw::MpiRuntime::abort_job(code);
-  std::exit(code);
+  gw::MpiRuntime::abort_job(code);  // the whole job, also before MPI starts (under a launcher)
 }
 
 }  // namespace
@@ -35,7 +37,11 @@ constexpr int kExitFailure = 1;
 int main(int argc, char** argv) {
   int exit_code = 0;
   const auto options = gw::trainer::parse_command_line(argc, argv, &exit_code);
-  if (!options) return exit_code;
+  if (!options) {
+    // --help exits 0; a bad command line on one rank must not leave the others in MPI_Init.
+    if (exit_code != 0) gw::MpiRuntime::abort_job(exit_code);
+    return exit_code;
+  }
 
   try {
     const gw::config::Config config = gw::config::Config::from_environment();
@@ -64,14 +70,21 @@ int main(int argc, char** argv) {
     }
 
     gw::MpiRuntime mpi(&argc, &argv);
-    auto comm = std::make_shared<gw::CountingCommunicator>(gw::make_mpi_world_communicator());
+    std::unique_ptr<gw::Communicator> world = gw::make_mpi_world_communicator(config);
+    const gw::MpiInfo mpi_info = gw::mpi_info(*world);
+    auto comm = std::make_shared<gw::CountingCommunicator>(std::move(world));
     if (comm->rank() == 0 && config.get_string(gw::config::keys::kLogLevel) != "error" &&
         config.get_string(gw::config::keys::kLogLevel) != "warn") {
       std::printf("gradwire configuration (%d ranks):\n%s", comm->size(), config.table().c_str());
+      std::printf("MPI: %s; collectives wait by %s\n", mpi_info.library.c_str(),
+                  mpi_info.wait_reason.c_str());
     }
     const gw::trainer::TrainResult result = gw::trainer::train(*options, config, data, comm);
     if (comm->rank() == 0) {
-      const auto report = gw::trainer::make_report(*options, config, result);
+      auto report = gw::trainer::make_report(*options, config, result);
+      report["mpi"] = {{"library", mpi_info.library},
+                       {"wait", mpi_info.wait},
+                       {"wait_reason", mpi_info.wait_reason}};
       std::printf("%s", gw::trainer::summary_text(report).c_str());
       if (!options->report_path.empty()) {
         gw::trainer::write_report(report, options->report_path);

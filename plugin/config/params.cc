@@ -320,6 +320,18 @@ Registry make_registry() {
     p.description = "How much gradwire prints to stderr (may differ across ranks).";
     r.add(p);
   }
+  {
+    ParamSpec p;
+    p.key = keys::kMpiWait;
+    p.type = ParamType::kEnum;
+    p.choices = {"auto", "block", "yield"};
+    p.default_text = "auto";
+    p.description =
+        "How a rank waits for an MPI collective: block (MPI's blocking collectives), yield "
+        "(non-blocking ones, polled, giving the core up between polls), auto (yield when a node "
+        "has more ranks than cores and the MPI is not Open MPI, which yields by itself).";
+    r.add(p);
+  }
   return r;
 }
 

@@ -39,6 +39,7 @@ inline constexpr const char* kTimeline = "GRADWIRE_TIMELINE";
 inline constexpr const char* kGradientReduction = "GRADWIRE_GRADIENT_REDUCTION";
 inline constexpr const char* kBroadcastParameters = "GRADWIRE_BROADCAST_PARAMETERS";
 inline constexpr const char* kLogLevel = "GRADWIRE_LOG_LEVEL";
+inline constexpr const char* kMpiWait = "GRADWIRE_MPI_WAIT";
 }  // namespace keys
 
 }  // namespace gw::config

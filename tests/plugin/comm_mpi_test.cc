@@ -1,6 +1,8 @@
 // The MPI communicator and its byte counters under a real mpirun (2, 3 and 4 ranks): exact
 // closed-form results, and counters equal to the bytes of Note [What the counters count]; float16
-// all-reduces against references written with _Float16 (Note [float16 all-reduce]).
+// all-reduces against references written with _Float16 (Note [float16 all-reduce]); how ranks wait
+// (Note [Waiting for MPI]). CTest runs the binary a second time with GRADWIRE_MPI_WAIT=yield, so
+// every collective here is also checked through the polled, non-blocking path.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,9 +13,13 @@
 #include <random>
 #include <vector>
 
+#include <sched.h>
+
 #include "kernels/half.h"
 #include "plugin/comm/counting_communicator.h"
+#include "plugin/comm/mpi/mpi_communicator.h"
 #include "plugin/comm/mpi/mpi_runtime.h"
+#include "plugin/config/registry.h"
 
 namespace gw {
 namespace {
@@ -445,6 +451,96 @@ TEST(Comm, BadArgumentsAreErrorsBeforeAnythingIsSent) {
   // Nothing was sent, and the ranks are still in step.
   EXPECT_EQ(comm.counters().total_sent(), 0u);
   comm.barrier();
+}
+
+// GRADWIRE_MPI_WAIT (Note [Waiting for MPI]).
+
+// The smallest and largest of `value` over the world.
+std::pair<int, int> world_range(int value) {
+  int lo = value, hi = value;
+  MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return {lo, hi};
+}
+
+TEST(MpiWait, AnExplicitModeIsKeptAndEveryCollectiveCompletesUnderIt) {
+  for (const MpiWait wait : {MpiWait::kBlock, MpiWait::kYield}) {
+    SCOPED_TRACE(to_string(wait));
+    MpiCommunicator comm(MPI_COMM_WORLD, wait);
+    const int n = comm.size(), r = comm.rank();
+    EXPECT_EQ(comm.wait_mode(), wait);
+    EXPECT_EQ(comm.wait_reason().rfind(std::string("GRADWIRE_MPI_WAIT=") + to_string(wait), 0),
+              0u)
+        << comm.wait_reason();
+    std::int32_t sum = r + 1;
+    comm.allreduce(&sum, 1, DataType::kInt32, ReduceOp::kSum, TrafficKind::kControl);
+    EXPECT_EQ(sum, n * (n + 1) / 2);
+    std::int32_t nothing = 0;
+    comm.allreduce(&nothing, 0, DataType::kInt32, ReduceOp::kSum, TrafficKind::kControl);
+    std::vector<std::int32_t> all(n, -1);
+    const std::int32_t mine = 10 * r;
+    comm.allgatherv(&mine, 1, all.data(), std::vector<std::size_t>(n, 1), DataType::kInt32,
+                    TrafficKind::kControl);
+    for (int q = 0; q < n; ++q) EXPECT_EQ(all[q], 10 * q);
+    std::int32_t root_value = r == n - 1 ? 77 : 0;
+    comm.broadcast(&root_value, 1, DataType::kInt32, n - 1, TrafficKind::kControl);
+    EXPECT_EQ(root_value, 77);
+    std::int32_t async_sum = 1;
+    comm.allreduce_async(&async_sum, 1, DataType::kInt32, ReduceOp::kSum, TrafficKind::kControl)
+        ->wait();
+    EXPECT_EQ(async_sum, n);
+    comm.barrier();
+  }
+}
+
+TEST(MpiWait, AutoIsSettledAlikeOnEveryRankFromTheMpiAndTheCores) {
+  MpiCommunicator comm(MPI_COMM_WORLD, MpiWait::kAuto);
+  ASSERT_NE(comm.wait_mode(), MpiWait::kAuto);
+  const auto [lo, hi] = world_range(static_cast<int>(comm.wait_mode()));
+  EXPECT_EQ(lo, hi) << "ranks settled auto differently";
+  EXPECT_EQ(comm.wait_reason().rfind("auto: ", 0), 0u) << comm.wait_reason();
+#ifdef OPEN_MPI
+  // Open MPI yields by itself where its launcher sees more ranks than slots.
+  EXPECT_EQ(comm.wait_mode(), MpiWait::kBlock) << comm.wait_reason();
+#else
+  // The tests run on one node, unbound: yield exactly when the ranks outnumber this rank's CPUs.
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  ASSERT_EQ(sched_getaffinity(0, sizeof cpus, &cpus), 0);
+  const bool more_ranks_than_cpus = comm.size() > CPU_COUNT(&cpus);
+  EXPECT_EQ(comm.wait_mode(), more_ranks_than_cpus ? MpiWait::kYield : MpiWait::kBlock)
+      << comm.wait_reason();
+#endif
+}
+
+TEST(MpiWait, RanksAskingForDifferentModesAllGetTheSameErrorAndNoHang) {
+  int n = 0, r = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  if (n < 2) GTEST_SKIP() << "needs 2 ranks";
+  try {
+    MpiCommunicator comm(MPI_COMM_WORLD, r == 0 ? MpiWait::kBlock : MpiWait::kYield);
+    ADD_FAILURE() << "ranks waiting differently were accepted";
+  } catch (const config::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "GRADWIRE_MPI_WAIT differs across ranks (both 'block' and 'yield' were asked "
+                  "for; this rank asked for '" +
+                  std::string(r == 0 ? "block" : "yield") + "')"),
+              std::string::npos)
+        << e.what();
+  }
+  // The refused communicator left nothing behind: the ranks are still in step.
+  MpiCommunicator after(MPI_COMM_WORLD, MpiWait::kYield);
+  std::int32_t one = 1;
+  after.allreduce(&one, 1, DataType::kInt32, ReduceOp::kSum, TrafficKind::kControl);
+  EXPECT_EQ(one, after.size());
+}
+
+TEST(MpiWait, ParsesTheRegistryChoicesOnly) {
+  EXPECT_EQ(parse_mpi_wait("auto"), MpiWait::kAuto);
+  EXPECT_EQ(parse_mpi_wait("block"), MpiWait::kBlock);
+  EXPECT_EQ(parse_mpi_wait("yield"), MpiWait::kYield);
+  EXPECT_THROW(parse_mpi_wait("spin"), std::invalid_argument);
 }
 
 }  // namespace

@@ -1,15 +1,19 @@
 #include "plugin/comm/mpi/mpi_communicator.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <climits>
 #include <cmath>
 #include <limits>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "kernels/elementwise.h"
 #include "kernels/half.h"
 #include "plugin/comm/mpi/mpi_runtime.h"
+#include "plugin/config/registry.h"
 
 namespace gw {
 namespace {
@@ -70,18 +74,59 @@ int to_mpi_count(std::size_t count, const char* what, int rank) {
   return static_cast<int>(count);
 }
 
+// Note [Waiting for MPI]
+// A rank that waits in a collective spins in MPI's progress loop. With a core per rank that is the
+// quickest way to wait, but with more ranks on a node than it has cores, a spinning rank takes the
+// core from a rank that computes, whose peers then wait (and spin) longer still. Open MPI gives the
+// core up between polls by itself when its launcher sees more ranks than slots
+// (mpi_yield_when_idle); MPICH's ch4 device has no such setting (MPIR_CVAR_POLLS_BEFORE_YIELD
+// belongs to its older ch3 device). So gradwire can do the waiting itself (GRADWIRE_MPI_WAIT):
+//   block  MPI's blocking collectives: MPI's tuned algorithms and MPI's own way of waiting.
+//   yield  the non-blocking collective, polled with MPI_Test, with sched_yield() between polls.
+//   auto   yield when some node has more ranks than the CPUs its ranks may run on (the union of
+//          their affinity masks) and the MPI is not Open MPI; block otherwise.
+// The blocking forms stay the default because Open MPI's blocking allreduce is faster than its
+// non-blocking one (gradwire_bench_allreduce). Every rank must wait the same way, since a blocking
+// collective never matches a non-blocking one: the constructor checks that the ranks asked for the
+// same mode and resolves auto from facts reduced over every rank, so all ranks decide alike.
+
+// Completes `request`, spinning in MPI_Wait or polling with a yield between polls.
+int wait_request(MPI_Request* request, bool yield) {
+  if (!yield) return MPI_Wait(request, MPI_STATUS_IGNORE);
+  for (;;) {
+    int done = 0;
+    const int rc = MPI_Test(request, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS || done) return rc;
+    sched_yield();
+  }
+}
+
+// Starts a non-blocking collective (`start(&request)` returns MPI's error code) and polls it to
+// completion with a yield between polls; an error is a CommError naming `what` and the rank.
+template <class Start>
+void poll_collective(const char* what, int rank, Start start) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  int rc = start(&request);
+  if (rc == MPI_SUCCESS) rc = wait_request(&request, /*yield=*/true);
+  if (rc != MPI_SUCCESS) {
+    throw CommError(std::string(what) + " failed on rank " + std::to_string(rank) + ": " +
+                    mpi_error_text(rc));
+  }
+}
+
 // One non-blocking MPI collective. Owns the request, and the count/displacement arrays MPI reads
 // until completion.
 class MpiWork : public Work {
  public:
-  MpiWork(std::string what, int rank) : what_(std::move(what)), rank_(rank) {}
+  MpiWork(std::string what, int rank, bool yield)
+      : what_(std::move(what)), rank_(rank), yield_(yield) {}
   ~MpiWork() override {
-    if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
+    if (request_ != MPI_REQUEST_NULL) wait_request(&request_, yield_);
   }
 
   void wait() override {
     if (request_ != MPI_REQUEST_NULL) {
-      const int rc = MPI_Wait(&request_, MPI_STATUS_IGNORE);
+      const int rc = wait_request(&request_, yield_);
       request_ = MPI_REQUEST_NULL;
       if (rc != MPI_SUCCESS) {
         error_ = what_ + " failed on rank " + std::to_string(rank_) + ": " + mpi_error_text(rc);
@@ -97,6 +142,7 @@ class MpiWork : public Work {
  private:
   std::string what_;
   int rank_;
+  bool yield_;
   MPI_Request request_ = MPI_REQUEST_NULL;
   std::string error_;
 };
@@ -210,7 +256,27 @@ MPI_Op MpiCommunicator::mpi_op(DataType type, ReduceOp op) const {
   return type == DataType::kFloat16 ? half_ops_.get(op) : builtin_op(op);
 }
 
-MpiCommunicator::MpiCommunicator(MPI_Comm comm) {
+const char* to_string(MpiWait wait) {
+  switch (wait) {
+    case MpiWait::kAuto:
+      return "auto";
+    case MpiWait::kBlock:
+      return "block";
+    case MpiWait::kYield:
+      return "yield";
+  }
+  return "?";
+}
+
+MpiWait parse_mpi_wait(std::string_view text) {
+  for (MpiWait w : {MpiWait::kAuto, MpiWait::kBlock, MpiWait::kYield}) {
+    if (text == to_string(w)) return w;
+  }
+  throw std::invalid_argument("MPI wait mode '" + std::string(text) +
+                              "' is not one of: auto, block, yield");
+}
+
+MpiCommunicator::MpiCommunicator(MPI_Comm comm, MpiWait wait) {
   if (!MpiRuntime::initialized()) {
     throw CommError("MpiCommunicator: MPI is not initialised (create an MpiRuntime first)");
   }
@@ -220,6 +286,80 @@ MpiCommunicator::MpiCommunicator(MPI_Comm comm) {
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
+  try {
+    resolve_wait(wait);
+  } catch (...) {
+    MPI_Comm_free(&comm_);  // the destructor does not run for a constructor that throws
+    throw;
+  }
+}
+
+namespace {
+
+// The ranks of `comm` on this node and the CPUs any of them may run on.
+struct NodeShare {
+  int ranks = 1;
+  int cpus = 1;
+};
+
+NodeShare node_share(MPI_Comm comm, int rank) {
+  MPI_Comm node = MPI_COMM_NULL;
+  GW_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node), rank);
+  struct Free {
+    MPI_Comm* c;
+    ~Free() { MPI_Comm_free(c); }
+  } free_node{&node};
+  MPI_Comm_set_errhandler(node, MPI_ERRORS_RETURN);
+  NodeShare share;
+  MPI_Comm_size(node, &share.ranks);
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  sched_getaffinity(0, sizeof cpus, &cpus);  // on failure: no CPUs from this rank, see below
+  GW_MPI_CHECK(
+      MPI_Allreduce(MPI_IN_PLACE, &cpus, static_cast<int>(sizeof cpus), MPI_BYTE, MPI_BOR, node),
+      rank);
+  share.cpus = CPU_COUNT(&cpus);
+  if (share.cpus == 0) share.cpus = static_cast<int>(std::thread::hardware_concurrency());
+  share.cpus = std::max(share.cpus, 1);
+  return share;
+}
+
+}  // namespace
+
+void MpiCommunicator::resolve_wait(MpiWait requested) {
+  const NodeShare share = node_share(comm_, rank_);
+  const int oversubscribed = share.ranks > share.cpus ? 1 : 0;
+  // One reduction: the largest and smallest mode asked for, and whether any node is oversubscribed.
+  int facts[3] = {static_cast<int>(requested), -static_cast<int>(requested), oversubscribed};
+  GW_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, facts, 3, MPI_INT, MPI_MAX, comm_), rank_);
+  const auto most = static_cast<MpiWait>(facts[0]);
+  const auto least = static_cast<MpiWait>(-facts[1]);
+  if (most != least) {
+    throw config::ConfigError("GRADWIRE_MPI_WAIT differs across ranks (both '" +
+                              std::string(to_string(least)) + "' and '" + to_string(most) +
+                              "' were asked for; this rank asked for '" + to_string(requested) +
+                              "'): every rank must wait for collectives the same way. Set the " +
+                              "same value on every rank (accepted: auto, block, yield)");
+  }
+  const std::string here = std::to_string(share.ranks) + " ranks on " + std::to_string(share.cpus) +
+                           " CPUs on this rank's node";
+  if (requested != MpiWait::kAuto) {
+    wait_ = requested;
+    wait_reason_ = std::string("GRADWIRE_MPI_WAIT=") + to_string(requested) + " (" + here + ")";
+    return;
+  }
+#ifdef OPEN_MPI
+  constexpr bool kMpiYieldsItself = true;
+#else
+  constexpr bool kMpiYieldsItself = false;
+#endif
+  const bool any_oversubscribed = facts[2] != 0;
+  wait_ = any_oversubscribed && !kMpiYieldsItself ? MpiWait::kYield : MpiWait::kBlock;
+  const char* why = !any_oversubscribed ? "no node has more ranks than CPUs"
+                    : kMpiYieldsItself  ? "Open MPI yields by itself where it sees more ranks "
+                                          "than slots"
+                                        : "a node has more ranks than CPUs";
+  wait_reason_ = std::string("auto: ") + to_string(wait_) + ", " + why + " (" + here + ")";
 }
 
 MpiCommunicator::~MpiCommunicator() {
@@ -267,7 +407,7 @@ void check_root(int root, int rank, int size) {
 WorkHandle MpiCommunicator::allreduce_async(void* buffer, std::size_t count, DataType type,
                                             ReduceOp op, TrafficKind /*kind*/) {
   const int n = to_mpi_count(count, "allreduce", rank_);
-  auto work = std::make_unique<MpiWork>("MPI_Iallreduce", rank_);
+  auto work = std::make_unique<MpiWork>("MPI_Iallreduce", rank_, wait_ == MpiWait::kYield);
   if (n > 0) {
     GW_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, buffer, n, mpi_type(type), mpi_op(type, op), comm_,
                                 work->request()),
@@ -282,7 +422,13 @@ WorkHandle MpiCommunicator::allreduce_async(void* buffer, std::size_t count, Dat
 void MpiCommunicator::allreduce(void* buffer, std::size_t count, DataType type, ReduceOp op,
                                 TrafficKind /*kind*/) {
   const int n = to_mpi_count(count, "allreduce", rank_);
-  if (n > 0) {
+  if (wait_ == MpiWait::kYield) {
+    poll_collective("MPI_Iallreduce", rank_, [&](MPI_Request* request) {
+      return n > 0 ? MPI_Iallreduce(MPI_IN_PLACE, buffer, n, mpi_type(type), mpi_op(type, op),
+                                    comm_, request)
+                   : MPI_Ibarrier(comm_, request);
+    });
+  } else if (n > 0) {
     GW_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buffer, n, mpi_type(type), mpi_op(type, op), comm_),
                  rank_);
   } else {
@@ -293,7 +439,7 @@ void MpiCommunicator::allreduce(void* buffer, std::size_t count, DataType type, 
 WorkHandle MpiCommunicator::allgatherv_async(const void* send, std::size_t send_count, void* recv,
                                              std::vector<std::size_t> recv_counts, DataType type,
                                              TrafficKind /*kind*/) {
-  auto work = std::make_unique<MpiWork>("MPI_Iallgatherv", rank_);
+  auto work = std::make_unique<MpiWork>("MPI_Iallgatherv", rank_, wait_ == MpiWait::kYield);
   allgatherv_layout(recv_counts, send_count, rank_, size_, &work->counts, &work->displacements);
   GW_MPI_CHECK(
       MPI_Iallgatherv(send, static_cast<int>(send_count), mpi_type(type), recv, work->counts.data(),
@@ -307,6 +453,13 @@ void MpiCommunicator::allgatherv(const void* send, std::size_t send_count, void*
                                  TrafficKind /*kind*/) {
   std::vector<int> counts, displacements;
   allgatherv_layout(recv_counts, send_count, rank_, size_, &counts, &displacements);
+  if (wait_ == MpiWait::kYield) {
+    poll_collective("MPI_Iallgatherv", rank_, [&](MPI_Request* request) {
+      return MPI_Iallgatherv(send, static_cast<int>(send_count), mpi_type(type), recv,
+                             counts.data(), displacements.data(), mpi_type(type), comm_, request);
+    });
+    return;
+  }
   GW_MPI_CHECK(MPI_Allgatherv(send, static_cast<int>(send_count), mpi_type(type), recv,
                               counts.data(), displacements.data(), mpi_type(type), comm_),
                rank_);
@@ -316,7 +469,7 @@ WorkHandle MpiCommunicator::broadcast_async(void* buffer, std::size_t count, Dat
                                             int root, TrafficKind /*kind*/) {
   check_root(root, rank_, size_);
   const int n = to_mpi_count(count, "broadcast", rank_);
-  auto work = std::make_unique<MpiWork>("MPI_Ibcast", rank_);
+  auto work = std::make_unique<MpiWork>("MPI_Ibcast", rank_, wait_ == MpiWait::kYield);
   GW_MPI_CHECK(MPI_Ibcast(buffer, n, mpi_type(type), root, comm_, work->request()), rank_);
   return work;
 }
@@ -325,9 +478,22 @@ void MpiCommunicator::broadcast(void* buffer, std::size_t count, DataType type, 
                                 TrafficKind /*kind*/) {
   check_root(root, rank_, size_);
   const int n = to_mpi_count(count, "broadcast", rank_);
+  if (wait_ == MpiWait::kYield) {
+    poll_collective("MPI_Ibcast", rank_, [&](MPI_Request* request) {
+      return MPI_Ibcast(buffer, n, mpi_type(type), root, comm_, request);
+    });
+    return;
+  }
   GW_MPI_CHECK(MPI_Bcast(buffer, n, mpi_type(type), root, comm_), rank_);
 }
 
-void MpiCommunicator::barrier() { GW_MPI_CHECK(MPI_Barrier(comm_), rank_); }
+void MpiCommunicator::barrier() {
+  if (wait_ == MpiWait::kYield) {
+    poll_collective("MPI_Ibarrier", rank_,
+                    [&](MPI_Request* request) { return MPI_Ibarrier(comm_, request); });
+    return;
+  }
+  GW_MPI_CHECK(MPI_Barrier(comm_), rank_);
+}
 
 }  // namespace gw

@@ -5,15 +5,26 @@
 
 #include <mpi.h>
 
+#include <string>
+#include <string_view>
+
 #include "plugin/comm/communicator.h"
 
 namespace gw {
 
+// How a rank waits for a collective to complete: GRADWIRE_MPI_WAIT (Note [Waiting for MPI] in
+// mpi_communicator.cc).
+enum class MpiWait { kAuto, kBlock, kYield };
+const char* to_string(MpiWait wait);
+MpiWait parse_mpi_wait(std::string_view text);  // "auto", "block", "yield"; else invalid_argument
+
 class MpiCommunicator : public Communicator {
  public:
   // Duplicates `comm`; the duplicate is freed on destruction, as are this communicator's float16
-  // MPI ops. Wait for (or destroy) every Work it returned before destroying it.
-  explicit MpiCommunicator(MPI_Comm comm);
+  // MPI ops. Wait for (or destroy) every Work it returned before destroying it. Collective over
+  // `comm`: every rank must ask for the same `wait` (else config::ConfigError on every rank), and
+  // kAuto is resolved to the same kBlock or kYield on every rank.
+  explicit MpiCommunicator(MPI_Comm comm, MpiWait wait = MpiWait::kAuto);
   ~MpiCommunicator() override;
   MpiCommunicator(const MpiCommunicator&) = delete;
   MpiCommunicator& operator=(const MpiCommunicator&) = delete;
@@ -39,6 +50,9 @@ class MpiCommunicator : public Communicator {
                  TrafficKind kind) override;
 
   MPI_Comm handle() const { return comm_; }
+  // How this communicator waits (kBlock or kYield, never kAuto), and why, in words.
+  MpiWait wait_mode() const { return wait_; }
+  const std::string& wait_reason() const { return wait_reason_; }
 
  private:
   // The user-defined MPI ops that reduce IEEE binary16 moved as MPI_UINT16_T, one per ReduceOp.
@@ -58,11 +72,14 @@ class MpiCommunicator : public Communicator {
   };
 
   MPI_Op mpi_op(DataType type, ReduceOp op) const;
+  void resolve_wait(MpiWait requested);
 
   HalfOps half_ops_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;
+  MpiWait wait_ = MpiWait::kBlock;
+  std::string wait_reason_;
 };
 
 }  // namespace gw
