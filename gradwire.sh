@@ -4,13 +4,21 @@
 #   setup         apt-get install what is missing (Debian 12; as root or with sudo)
 #   build         configure and build into ./build (Release); CUDA kernels too when nvcc is found
 #   demo          setup, build, then train the reference MLP on Fashion-MNIST across 4 MPI ranks
-#   test          setup, build, then run every test (CTest)
+#   test [OPTIONS] [CTEST ARGS]  setup, build, then run every test (CTest); OPTIONS:
+#                 --mpi openmpi|mpich  the MPI to build and test against (default openmpi; mpich
+#                                      installs MPICH beside it, builds ./build-mpich and runs
+#                                      every test but the long accuracy runs)
+#                 --repeat N           repeat each test until it fails, at most N times
+#                 --stress             bursty CPU-bound workers (one per core) run beside the tests;
+#                                      without -R/-L, the multi-rank and engine tests (docs/TESTING.md)
 #   bench         setup, build, then run the benchmarks (reports in ./build/bench/)
 #   bench lowband [OPTIONS]  setup, build, then train across a virtual cluster of shaped links
 #                 (root; benchmarks/lowband/gradwire_lowband.py --help; report in ./build/lowband/)
 #   readme-table  regenerate the README's table of GRADWIRE_* variables from the registry
 #
-# Environment: BUILD_DIR (default ./build), JOBS (default: number of cores), NP (demo ranks, 4).
+# Environment: BUILD_DIR (default ./build), BUILD_DIR_MPICH (--mpi mpich, default ./build-mpich),
+# JOBS (default: number of cores), NP (demo ranks, 4), STRESS_LOAD (--stress workers, default: the
+# number of cores).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -21,6 +29,8 @@ NP=${NP:-4}
 PACKAGES=(build-essential cmake pkg-config openmpi-bin libopenmpi-dev libopenblas-dev zlib1g-dev
           libcli11-dev nlohmann-json3-dev googletest libgtest-dev libgmock-dev libbenchmark-dev
           dataset-fashion-mnist iproute2 python3 gnuplot-nox)
+# MPICH beside Open MPI (./gradwire.sh test --mpi mpich); Open MPI stays the system's default MPI.
+MPICH_PACKAGES=(mpich libmpich-dev)
 
 log() { printf '\033[1m[gradwire]\033[0m %s\n' "$*"; }
 
@@ -32,8 +42,8 @@ mpi_env() {
 }
 
 cmd_setup() {
-  local missing=()
-  for p in "${PACKAGES[@]}"; do
+  local missing=() wanted=("${PACKAGES[@]}" "$@")
+  for p in "${wanted[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   if [ ${#missing[@]} -eq 0 ]; then
@@ -50,7 +60,7 @@ cmd_setup() {
 
 cmd_build() {
   log "build: $BUILD_DIR ($JOBS jobs)"
-  cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release
+  cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release "$@"
   cmake --build "$BUILD_DIR" -j "$JOBS"
 }
 
@@ -65,13 +75,84 @@ cmd_demo() {
     --report "$BUILD_DIR/demo/report.json" "$@"
 }
 
+# --stress: STRESS_LOAD worker processes (default one per core) beside the tests. Each is busy
+# for 5 to 50 ms, then idle for 5 to 50 ms, at random, so a test's threads and ranks are now and
+# then kept off a core for tens of milliseconds, as on a shared CI machine. (A permanent busy loop
+# starves oversubscribed MPI ranks instead: each yield hands it the core for a whole time slice;
+# docs/TESTING.md.) The workers stop with this script.
+STRESS_PIDS=()
+stress_worker() {
+  local parent=$1 end
+  while kill -0 "$parent" 2>/dev/null; do
+    end=$(( ${EPOCHREALTIME/./} + (RANDOM % 46 + 5) * 1000 ))
+    while (( ${EPOCHREALTIME/./} < end )); do :; done
+    sleep "0.0$(printf '%02d' $(( RANDOM % 46 + 5 )))"
+  done
+}
+stop_stress() {
+  [ ${#STRESS_PIDS[@]} -eq 0 ] || kill "${STRESS_PIDS[@]}" 2>/dev/null || true
+  STRESS_PIDS=()
+}
+start_stress() {
+  local n=${STRESS_LOAD:-$(nproc)}
+  case "$n" in ''|*[!0-9]*) die "STRESS_LOAD='$n' is not a whole number of processes" ;; esac
+  trap stop_stress EXIT
+  trap 'stop_stress; exit 130' INT TERM
+  for ((i = 0; i < n; i++)); do
+    stress_worker $$ &
+    STRESS_PIDS+=($!)
+  done
+  log "stress: $n bursty CPU-bound workers beside the tests (pids ${STRESS_PIDS[*]})"
+}
+
+die() { printf '\033[1m[gradwire]\033[0m error: %s\n' "$*" >&2; exit 2; }
+
 cmd_test() {
-  cmd_setup
-  cmd_build
+  local mpi=openmpi repeat="" stress=0 selected=0 args=()
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --mpi) [ $# -ge 2 ] || die "--mpi needs a value: openmpi or mpich"; mpi=$2; shift 2 ;;
+      --mpi=*) mpi=${1#--mpi=}; shift ;;
+      --repeat) [ $# -ge 2 ] || die "--repeat needs a count"; repeat=$2; shift 2 ;;
+      --repeat=*) repeat=${1#--repeat=}; shift ;;
+      --stress) stress=1; shift ;;
+      -R|-E|-L|-LE|--tests-regex|--exclude-regex|--label-regex|--label-exclude|-I)
+        selected=1; args+=("$1"); shift ;;
+      *) args+=("$1"); shift ;;
+    esac
+  done
+  case "$mpi" in
+    openmpi|mpich) ;;
+    *) die "--mpi '$mpi' is not known; accepted: openmpi, mpich" ;;
+  esac
+  if [ -n "$repeat" ]; then
+    case "$repeat" in ''|*[!0-9]*|0) die "--repeat '$repeat' is not a positive whole number" ;; esac
+    args+=(--repeat "until-fail:$repeat")
+  fi
+  if [ "$mpi" = mpich ]; then
+    # A second tree against MPICH, beside the Open MPI one (the CUDA kernels do not depend on the
+    # MPI, so this tree leaves them out).
+    BUILD_DIR=${BUILD_DIR_MPICH:-$ROOT/build-mpich}
+    cmd_setup "${MPICH_PACKAGES[@]}"
+    cmd_build -DMPI_C_COMPILER=mpicc.mpich -DMPI_CXX_COMPILER=mpicxx.mpich \
+      -DMPIEXEC_EXECUTABLE="$(command -v mpiexec.mpich)" -DGRADWIRE_ENABLE_CUDA=OFF
+    # Every test but the long accuracy runs, unless the command line selects.
+    [ "$selected" = 1 ] || args+=(-LE accuracy)
+  else
+    cmd_setup
+    cmd_build
+  fi
   mpi_env
-  log "test: ctest in $BUILD_DIR"
+  if [ "$stress" = 1 ]; then
+    [ "$selected" = 1 ] || args+=(-L 'mpi|engine')
+    start_stress
+  fi
+  log "test: ctest in $BUILD_DIR ($mpi)"
   # Multi-rank tests oversubscribe the cores on their own: run one test at a time.
-  (cd "$BUILD_DIR" && ctest --output-on-failure -j 1 "$@")
+  local rc=0
+  (cd "$BUILD_DIR" && ctest --output-on-failure -j 1 "${args[@]}") || rc=$?
+  stop_stress
+  return "$rc"
 }
 
 cmd_bench() {
@@ -118,6 +199,6 @@ case "${1:-}" in
   bench) shift; cmd_bench "$@" ;;
   readme-table) shift; cmd_readme_table "$@" ;;
   *)
-    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
     exit 2 ;;
 esac

@@ -162,13 +162,19 @@ void fill_gradients(gw::DistributedOptimizer& opt, const Workload& w, float v) {
 int main(int argc, char** argv) {
   std::string report_path;
   double seconds_per_case = 20.0;
+  int min_iterations = 5;
   int sweep_iterations = 7;
   bool no_sweep = false;
   CLI::App app{"gradwire tensor fusion vs per-tensor and single MPI_Allreduce (run under mpirun)"};
   app.add_option("--report", report_path, "Write the JSON report here (rank 0)");
   app.add_option("--seconds-per-case", seconds_per_case,
-                 "Rough time budget per workload, all four paths together (at least 5 iterations)")
+                 "Rough time budget per workload, all four paths together (at least "
+                 "--min-iterations iterations)")
       ->capture_default_str();
+  app.add_option("--min-iterations", min_iterations,
+                 "Fewest timed iterations per workload (1 for a smoke run that checks sums only)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
   app.add_option("--sweep-iterations", sweep_iterations,
                  "Timed iterations per threshold of the sweep")
       ->capture_default_str()
@@ -255,7 +261,8 @@ int main(int argc, char** argv) {
       for (const auto& p : paths) round += time_once(p);
     }
     MPI_Allreduce(MPI_IN_PLACE, &round, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    const int iters = std::clamp(static_cast<int>(seconds_per_case / (round + 1e-9)), 5, 1000);
+    const int iters =
+        std::clamp(static_cast<int>(seconds_per_case / (round + 1e-9)), min_iterations, 1000);
 
     std::vector<std::vector<double>> t(num_paths, std::vector<double>(iters));
     refill();
