@@ -3,7 +3,7 @@
 
 Builds N hosts as network namespaces joined by a bridge in a switch namespace, shapes every
 host's link in both directions with `tc qdisc ... tbf`, and runs gradwire_train across them with
-mpirun for each strategy x rate. Writes a JSON and a Markdown report and a PNG plot (gnuplot).
+the build's MPI launcher (Open MPI or MPICH) for each strategy x rate. Writes a JSON and a Markdown report and a PNG plot (gnuplot).
 
     sudo benchmarks/lowband/gradwire_lowband.py --hosts 4 --rates 100,1000 \\
         --strategies dense,dgc --epochs 3 --target-accuracy 0.85 --report build/lowband/report.json
@@ -233,27 +233,72 @@ def cleanup_leftovers():
 # Running jobs
 
 
-class Launcher:
-    """mpirun across the cluster (shaped) or on loopback (--no-shaping)."""
+def load_mpi(bin_dir):
+    """The MPI the programs in bin_dir were built against: bin/gw_mpi.json, which CMake writes
+    (cmake/GradwireMpiLauncher.cmake): its flavor (openmpi or mpich), launcher and flags."""
+    path = os.path.join(bin_dir, "gw_mpi.json")
+    try:
+        with open(path) as f:
+            mpi = json.load(f)
+    except (OSError, ValueError) as e:
+        raise HarnessError(f"cannot read {path} ({e}); CMake writes it: rebuild with "
+                           "./gradwire.sh build, or give --bin a build's bin folder")
+    if mpi.get("flavor") not in ("openmpi", "mpich"):
+        raise HarnessError(f"{path}: flavor {mpi.get('flavor')!r}; accepted: openmpi, mpich")
+    if not os.access(mpi.get("mpiexec", ""), os.X_OK):
+        raise HarnessError(f"{path}: the launcher {mpi.get('mpiexec')!r} is not executable")
+    return mpi
 
-    def __init__(self, args, cluster, workdir):
+
+class Launcher:
+    """The build's MPI launcher across the cluster (shaped) or on loopback (--no-shaping): Open
+    MPI's mpirun with MCA parameters, or MPICH's Hydra with environment settings."""
+
+    def __init__(self, args, cluster, workdir, mpi):
         self.args = args
         self.cluster = cluster
         self.workdir = workdir
+        self.mpi = mpi
         self.child = None
         if cluster:
             self.hostfile = os.path.join(workdir, "hostfile")
             with open(self.hostfile, "w") as f:
                 for i in range(args.hosts):
-                    f.write(f"{Cluster.address(i)} slots=1\n")
+                    slots = " slots=1" if mpi["flavor"] == "openmpi" else ":1"
+                    f.write(f"{Cluster.address(i)}{slots}\n")
 
     def base_env(self):
         env = {k: v for k, v in os.environ.items() if not k.startswith("GRADWIRE_")}
-        if os.geteuid() == 0:
+        if os.geteuid() == 0 and self.mpi["flavor"] == "openmpi":
             env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
         env.setdefault("OPENBLAS_NUM_THREADS", "1")
         env["GWLB_PREFIX"] = PREFIX
         env["GWLB_SUBNET"] = SUBNET
+        if self.mpi["flavor"] == "mpich":
+            env.update(self.mpich_env())
+        return env
+
+    def settings(self):
+        """What the report records of the MPI's settings: {"mca": ...} or {"env": ...}."""
+        if self.mpi["flavor"] == "openmpi":
+            return {"mca": self.mca()}
+        return {"env": self.mpich_env()}
+
+    def mpich_env(self):
+        """The MPICH (ch4 over UCX) settings of every launch."""
+        env = {
+            # TCP only, on the cluster's links (or loopback): UCX would otherwise see one machine
+            # (the namespaces share its hostname) and move the bytes through shared memory,
+            # around the shaped links.
+            "UCX_TLS": "tcp,self",
+            "UCX_NET_DEVICES": "eth0" if self.cluster else "lo",
+            # The virtual hosts share this machine's cores, one rank each, so no node looks
+            # oversubscribed to GRADWIRE_MPI_WAIT=auto; MPICH's waiting ranks would spin and take
+            # the core from a rank that computes. gradwire's yielding wait gives it back.
+            "GRADWIRE_MPI_WAIT": "yield",
+        }
+        if not self.cluster:
+            env["MPIR_CVAR_NOLOCAL"] = "1"  # loopback TCP, not MPICH's shared memory
         return env
 
     def mca(self):
@@ -282,11 +327,21 @@ class Launcher:
         return params
 
     def command(self, program, env_names):
+        mpiexec, n = self.mpi["mpiexec"], str(self.args.hosts)
+        agent = os.path.join(HERE, "netns_exec.sh")
+        if self.mpi["flavor"] == "mpich":
+            # Hydra: its rsh launcher calls the agent as `agent HOST COMMAND...`; the proxies
+            # call back over eth0; every variable of mpiexec's environment reaches the ranks.
+            if self.cluster:
+                return ["ip", "netns", "exec", Cluster.host_ns(0), mpiexec, "-f", self.hostfile,
+                        "-n", n, "-launcher", "rsh", "-launcher-exec", agent,
+                        "-iface", "eth0"] + program
+            return [mpiexec] + self.mpi["flags"] + ["-n", n] + program
         if self.cluster:
-            cmd = ["ip", "netns", "exec", Cluster.host_ns(0), "mpirun", "-np", str(self.args.hosts),
+            cmd = ["ip", "netns", "exec", Cluster.host_ns(0), mpiexec, "-np", n,
                    "--hostfile", self.hostfile, "--map-by", "node", "--bind-to", "none"]
         else:
-            cmd = ["mpirun", "-np", str(self.args.hosts), "--oversubscribe", "--bind-to", "none"]
+            cmd = [mpiexec] + self.mpi["flags"] + ["-np", n]
         for name, value in self.mca().items():
             cmd += ["--mca", name, value]
         for name in sorted(set(env_names) | {"OPENBLAS_NUM_THREADS"}):
@@ -452,8 +507,11 @@ def markdown(report):
               f"- Machine: {report['machine']['cores']} cores, Linux {report['machine']['kernel']}, "
               f"{report['machine']['mpi']}, TCP congestion control "
               f"{report['machine']['tcp_congestion_control']}",
-              "- OpenMPI MCA: " + " ".join(f"`{k}={v}`" for k, v in report["mpi_mca"].items()
-                                           if k not in ("plm_rsh_agent",)),
+              ("- OpenMPI MCA: " + " ".join(f"`{k}={v}`" for k, v in report["mpi_mca"].items()
+                                            if k not in ("plm_rsh_agent",)))
+              if "mpi_mca" in report else
+              ("- MPICH environment: " + " ".join(f"`{k}={v}`"
+                                                  for k, v in report["mpi_env"].items())),
               "- Times are training seconds (evaluation excluded); bytes are the busiest rank's "
               "sent bytes from gradwire's counters.", ""]
     for rate in report["rates"]:
@@ -543,10 +601,19 @@ def plot(report, path, workdir):
     return path
 
 
-def machine_facts(cluster):
+def launcher_version(mpi):
+    """The launcher's name and version in one line: "mpirun (Open MPI) 4.1.4", "MPICH 4.0.2"."""
+    p = sh([mpi["mpiexec"], "--version"], check=False)
+    text = p.stdout if p.returncode == 0 else ""
+    if mpi["flavor"] == "mpich":
+        m = re.search(r"^\s*Version:\s*(\S+)", text, re.M)
+        return f"MPICH {m.group(1)} (Hydra)" if m else "MPICH (version unknown)"
+    return text.splitlines()[0] if text else "unknown"
+
+
+def machine_facts(cluster, mpi):
     facts = {"cores": os.cpu_count(), "kernel": platform.release()}
-    p = sh(["mpirun", "--version"], check=False)
-    facts["mpi"] = p.stdout.splitlines()[0] if p.returncode == 0 and p.stdout else "unknown"
+    facts["mpi"] = launcher_version(mpi)
     cc = "unknown"
     try:
         if cluster:
@@ -594,7 +661,8 @@ def parse_args(argv):
                    help="fail unless each probe is within this fraction of the prediction")
     p.add_argument("--mca", action="append", default=[], metavar="NAME=VALUE",
                    help="an OpenMPI MCA parameter for every launch, replacing the harness's "
-                   "value of the same name (docs/LOWBAND.md lists them); repeatable")
+                   "value of the same name (docs/LOWBAND.md lists them); repeatable; Open MPI "
+                   "builds only")
     p.add_argument("--probe-only", action="store_true",
                    help="shape each rate and time the probe allreduce; no training")
     p.add_argument("--no-shaping", action="store_true",
@@ -665,8 +733,10 @@ def main(argv):
         if not os.access(os.path.join(args.bin, prog), os.X_OK):
             raise HarnessError(f"{prog} not found in {args.bin} (build first: ./gradwire.sh build,"
                                " or give --bin)")
-    if shutil.which("mpirun") is None:
-        raise HarnessError("mpirun not found (Debian package openmpi-bin)")
+    mpi = load_mpi(args.bin)
+    if args.mca_overrides and mpi["flavor"] != "openmpi":
+        raise HarnessError(f"--mca sets Open MPI parameters, but the programs in {args.bin} are "
+                           f"built against {mpi['flavor']} ({mpi['mpiexec']})")
     if not args.no_shaping:
         why = namespaces_unavailable()
         if why:
@@ -721,9 +791,10 @@ def main(argv):
             log(f"creating {args.hosts} hosts and a switch ({PREFIX}-h0..h{args.hosts - 1}, "
                 f"{PREFIX}-sw)")
             cluster.create()
-        launcher = Launcher(args, cluster, rundir)
-        report["machine"] = machine_facts(cluster)
-        report["mpi_mca"] = launcher.mca()
+        launcher = Launcher(args, cluster, rundir, mpi)
+        report["machine"] = machine_facts(cluster, mpi)
+        report["mpi_flavor"] = mpi["flavor"]
+        report.update({f"mpi_{k}": v for k, v in launcher.settings().items()})
         rates = args.rate_list if cluster else [None]
         report["rates"] = rates
         for rate in rates:

@@ -1,11 +1,13 @@
 #!/bin/sh
-# gradwire lowband: the launch agent OpenMPI's rsh launcher calls instead of ssh
-# (mpirun --mca plm_rsh_agent benchmarks/lowband/netns_exec.sh).
+# gradwire lowband: the launch agent the MPI launcher calls instead of ssh: OpenMPI's rsh
+# launcher (mpirun --mca plm_rsh_agent benchmarks/lowband/netns_exec.sh), or MPICH's Hydra
+# (mpiexec -launcher rsh -launcher-exec benchmarks/lowband/netns_exec.sh).
 #
-# OpenMPI calls it as `netns_exec.sh HOST COMMAND...`, where HOST is a name from the hostfile:
+# Either calls it as `netns_exec.sh HOST COMMAND...`, where HOST is a name from the hostfile:
 # here the address of one virtual host, 10.231.0.X. The command runs in that host's network
-# namespace, GWLB_PREFIX-hX-1, through `ip netns exec`, so the orted it starts (and the ranks
-# under it) see only that host's shaped link. Anything else is refused.
+# namespace, GWLB_PREFIX-hX-1, through `ip netns exec`, so the daemon it starts (Open MPI's orted,
+# Hydra's proxy) and the ranks under it see only that host's shaped link. Anything else is
+# refused.
 set -eu
 if [ $# -lt 2 ]; then
   echo "netns_exec.sh: usage: netns_exec.sh HOST COMMAND... (called by mpirun)" >&2
