@@ -1,8 +1,10 @@
 // main() for GoogleTest binaries that run under mpirun: every rank runs every test. Rank 0 prints
-// GoogleTest's usual output; every other rank keeps quiet about passing tests but prints each
-// failed assertion (file:line and message) and each failed test, every line prefixed with
-// "[rank R] ", so a failure on any rank is readable in the log. A failure on any rank fails the
-// process on that rank, and so the job.
+// GoogleTest's usual output to stdout; every other rank keeps quiet about passing tests but
+// prints each failed assertion (file:line and message) and each failed test to stderr, every line
+// prefixed with "[rank R] ", so a failure on any rank is readable in the log. (stderr, because the
+// launcher forwards each stream by the chunk: on one stream, a rank's block can land inside a line
+// of rank 0, whose printer writes a line in pieces.) A failure on any rank fails the process on
+// that rank, and so the job.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -14,15 +16,15 @@
 
 namespace {
 
-// Prints one block of text with every line prefixed, in one write, so that the lines of several
-// ranks interleave whole when mpirun merges their output.
+// Prints one block of text to stderr with every line prefixed, in one write, so that the blocks of
+// several ranks interleave whole when the launcher merges their output.
 void print_prefixed(int rank, const std::string& text) {
   const std::string prefix = "[rank " + std::to_string(rank) + "] ";
   std::string out;
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) out += prefix + line + "\n";
-  std::fwrite(out.data(), 1, out.size(), stdout);
-  std::fflush(stdout);
+  std::fwrite(out.data(), 1, out.size(), stderr);
+  std::fflush(stderr);
 }
 
 // The printer of ranks other than 0: failures only.
