@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <climits>
 #include <cstdint>
 #include <cstring>
@@ -469,8 +470,7 @@ TEST(MpiWait, AnExplicitModeIsKeptAndEveryCollectiveCompletesUnderIt) {
     MpiCommunicator comm(MPI_COMM_WORLD, wait);
     const int n = comm.size(), r = comm.rank();
     EXPECT_EQ(comm.wait_mode(), wait);
-    EXPECT_EQ(comm.wait_reason().rfind(std::string("GRADWIRE_MPI_WAIT=") + to_string(wait), 0),
-              0u)
+    EXPECT_EQ(comm.wait_reason().rfind(std::string("GRADWIRE_MPI_WAIT=") + to_string(wait), 0), 0u)
         << comm.wait_reason();
     std::int32_t sum = r + 1;
     comm.allreduce(&sum, 1, DataType::kInt32, ReduceOp::kSum, TrafficKind::kControl);
@@ -534,6 +534,30 @@ TEST(MpiWait, RanksAskingForDifferentModesAllGetTheSameErrorAndNoHang) {
   std::int32_t one = 1;
   after.allreduce(&one, 1, DataType::kInt32, ReduceOp::kSum, TrafficKind::kControl);
   EXPECT_EQ(one, after.size());
+}
+
+TEST(MpiInfo, NamesTheLibraryInOnePrintableLineAndHowTheRanksWait) {
+  const std::unique_ptr<Communicator> world = make_mpi_world_communicator();
+  const MpiInfo info = mpi_info(*world);
+  ASSERT_FALSE(info.library.empty());
+  for (const char c : info.library) {
+    EXPECT_TRUE(std::isprint(static_cast<unsigned char>(c)))
+        << "character " << static_cast<int>(c) << " in '" << info.library << "'";
+  }
+  EXPECT_NE(info.library.front(), ' ');
+  EXPECT_NE(info.library.back(), ' ');
+  EXPECT_EQ(info.library.find("  "), std::string::npos) << info.library;
+#ifdef OPEN_MPI
+  EXPECT_EQ(info.library.rfind("Open MPI", 0), 0u) << info.library;
+#elif defined(MPICH)
+  EXPECT_NE(info.library.find("MPICH"), std::string::npos) << info.library;
+#endif
+  const auto& mpi = dynamic_cast<const MpiCommunicator&>(*world);
+  EXPECT_EQ(info.wait, to_string(mpi.wait_mode()));
+  EXPECT_EQ(info.wait_reason, mpi.wait_reason());
+  // Only a communicator from make_mpi_world_communicator has these facts.
+  const CountingCommunicator counting(make_mpi_world_communicator());
+  EXPECT_THROW(mpi_info(counting), std::invalid_argument);
 }
 
 TEST(MpiWait, ParsesTheRegistryChoicesOnly) {

@@ -77,12 +77,17 @@ MpiInfo mpi_info(const Communicator& world) {
   int len = 0;
   MPI_Get_library_version(text, &len);
   MpiInfo info;
-  info.library.assign(text, static_cast<std::size_t>(len));
-  const auto line_end = info.library.find_first_of("\r\n");
-  if (line_end != std::string::npos) info.library.resize(line_end);
-  while (!info.library.empty() && std::isspace(static_cast<unsigned char>(info.library.back()))) {
-    info.library.pop_back();
+  // The first line (Open MPI counts the closing NUL in `len`), its runs of blanks made one space
+  // each (MPICH puts a tab after "Version:").
+  for (int i = 0; i < len && text[i] != '\0' && text[i] != '\n' && text[i] != '\r'; ++i) {
+    const bool blank = std::isspace(static_cast<unsigned char>(text[i])) != 0;
+    if (!blank) {
+      info.library += text[i];
+    } else if (!info.library.empty() && info.library.back() != ' ') {
+      info.library += ' ';
+    }
   }
+  if (!info.library.empty() && info.library.back() == ' ') info.library.pop_back();
   info.wait = to_string(mpi->wait_mode());
   info.wait_reason = mpi->wait_reason();
   return info;
