@@ -55,7 +55,33 @@ void check_same_on_all_ranks(Communicator& comm, const std::string& canonical) {
                  (r + 1 < n ? "," : "");
     }
   }
-  throw config::ConfigError(message);
+  throw config::ConfigError(message, config::ConfigError::OnEveryRank{});
+}
+
+void agree_on_startup_errors(Communicator& comm, const std::function<void()>& step) {
+  std::string error;
+  try {
+    step();
+  } catch (const std::exception& e) {
+    error = e.what();
+    if (error.empty()) error = "unknown error";
+  } catch (...) {
+    error = "unknown exception";
+  }
+  const auto n = static_cast<std::size_t>(comm.size());
+  const std::int64_t mine = error.empty() ? 0 : 1;
+  std::vector<std::int64_t> failed(n);
+  comm.allgatherv(&mine, 1, failed.data(), std::vector<std::size_t>(n, 1), DataType::kInt64,
+                  TrafficKind::kControl);
+  std::string ranks;
+  for (std::size_t r = 0; r < n; ++r) {
+    if (failed[r] != 0) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+  }
+  if (ranks.empty()) return;
+  if (!error.empty()) throw config::ConfigError(error, config::ConfigError::OnEveryRank{});
+  throw config::ConfigError(
+      "stopping: start-up failed on rank " + ranks + " (its error is printed there)",
+      config::ConfigError::OnEveryRank{});
 }
 
 }  // namespace gw

@@ -115,7 +115,11 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<CountingCommunicator>
   stats_.dense_bytes_per_step = CountingCommunicator::allreduce_bytes(
       flat_gradients_.size(), sizeof(float), comm_->rank(), comm_->size());
 
-  if (const std::string& path = config_.get_string(config::keys::kTimeline); !path.empty()) {
+  // The timeline is rank-local (each rank may name its own file, or none), so opening it can fail
+  // on some ranks only: the ranks agree on it before going on (Note [Ending the job on an error]).
+  const std::string& timeline_file = config_.get_string(config::keys::kTimeline);
+  agree_on_startup_errors(*comm_, [&] {
+    if (timeline_file.empty()) return;
     std::vector<std::string> tracks = {"program thread: steps"};
     for (const fusion::Bucket& b : plan_.buckets) {
       const std::string& first = params_[b.end - 1].spec.name;
@@ -125,8 +129,8 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<CountingCommunicator>
       tracks.push_back("bucket " + std::to_string(b.index) + ": " + first +
                        (b.end - b.begin > 1 ? " .. " + last : "") + " (" + mb + ")");
     }
-    timeline_ = std::make_unique<Timeline>(path, comm_->rank(), tracks);
-  }
+    timeline_ = std::make_unique<Timeline>(timeline_file, comm_->rank(), tracks);
+  });
 
   check_same_on_all_ranks(*comm_, config_.canonical() + layout_canonical());
   if (config_.get_bool(config::keys::kBroadcastParameters)) broadcast_parameters();

@@ -1,13 +1,21 @@
 #include "plugin/timeline.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
+#include "plugin/config/registry.h"
+
 namespace gw {
 namespace {
+
+constexpr char kClose[] = "\n]\n";
 
 double micros(Timeline::Clock::time_point t) {
   return std::chrono::duration<double, std::micro>(t.time_since_epoch()).count();
@@ -32,10 +40,12 @@ std::string Timeline::rank_path(const std::string& path, int rank) {
 
 Timeline::Timeline(const std::string& path, int rank, const std::vector<std::string>& track_names)
     : path_(rank_path(path, rank)), rank_(rank) {
-  file_ = std::fopen(path_.c_str(), "w");
-  if (file_ == nullptr) {
-    throw std::runtime_error("GRADWIRE_TIMELINE: cannot write '" + path_ +
-                             "': " + std::strerror(errno));
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    throw config::ConfigError("GRADWIRE_TIMELINE: cannot write '" + path_ +
+                              "': " + std::strerror(errno) +
+                              " (accepted: a file path in an existing folder that this process "
+                              "can write; \"{rank}\" in it is replaced by the rank)");
   }
   nlohmann::json process = {{"name", "process_name"},
                             {"ph", "M"},
@@ -56,8 +66,14 @@ Timeline::Timeline(const std::string& path, int rank, const std::vector<std::str
                             {"args", {{"sort_index", t}}}};
     add(order.dump());
   }
-  if (std::fputs("[\n", file_) < 0) throw std::runtime_error("GRADWIRE_TIMELINE: write error");
-  end_ = std::ftell(file_);
+  const std::string open = "[\n";
+  if (!write_at(open + kClose, 0)) {
+    const int error = errno;
+    ::close(fd_);
+    errno = error;
+    write_failed();
+  }
+  end_ = static_cast<std::int64_t>(open.size());
   flush();
 }
 
@@ -67,7 +83,27 @@ Timeline::~Timeline() {
   } catch (...) {
     // A destructor must not throw; the file holds every step flushed before.
   }
-  std::fclose(file_);
+  ::close(fd_);
+}
+
+bool Timeline::write_at(const std::string& bytes, std::int64_t offset) {
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::pwrite(fd_, bytes.data() + done, bytes.size() - done,
+                               static_cast<off_t>(offset + static_cast<std::int64_t>(done)));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n == 0) errno = EIO;
+      return false;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+void Timeline::write_failed() {
+  throw std::runtime_error("GRADWIRE_TIMELINE: write error on '" + path_ + "': " +
+                           std::strerror(errno) + "; the file keeps every step written before");
 }
 
 void Timeline::add(const std::string& event) {
@@ -97,21 +133,22 @@ void Timeline::instant(std::size_t track, const char* name, Clock::time_point at
 }
 
 void Timeline::flush() {
+  if (pending_.empty()) return;
   // Overwrite the previous closing bracket with the new events, then close the array again.
-  if (std::fseek(file_, end_, SEEK_SET) != 0) {
-    throw std::runtime_error("GRADWIRE_TIMELINE: cannot seek in '" + path_ + "'");
-  }
-  if (!pending_.empty()) {
-    if (std::fwrite(pending_.data(), 1, pending_.size(), file_) != pending_.size()) {
-      throw std::runtime_error("GRADWIRE_TIMELINE: write error on '" + path_ + "'");
+  if (!write_at(pending_ + kClose, end_)) {
+    // Put the file back as it was (Note [Timeline stays valid JSON]).
+    const int error = errno;
+    if (write_at(kClose, end_)) {
+      (void)::ftruncate(fd_,
+                        static_cast<off_t>(end_ + static_cast<std::int64_t>(sizeof kClose - 1)));
     }
-    any_ = true;
     pending_.clear();
+    errno = error;
+    write_failed();
   }
-  end_ = std::ftell(file_);
-  if (std::fputs("\n]\n", file_) < 0 || std::fflush(file_) != 0) {
-    throw std::runtime_error("GRADWIRE_TIMELINE: write error on '" + path_ + "'");
-  }
+  end_ += static_cast<std::int64_t>(pending_.size());
+  any_ = true;
+  pending_.clear();
 }
 
 }  // namespace gw

@@ -4,7 +4,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -20,12 +19,21 @@ namespace gw {
 // several ranks can be merged into one view. Every step's events are appended and the array is
 // closed again before flush() returns, so the file is valid JSON after every step, including
 // the last one before a crash.
+//
+// Note [Timeline stays valid JSON]
+// A flush writes the new events over the closing bracket, then the bracket after them. A write
+// that fails part-way (a full disk, a file size limit) would leave the file cut inside an event.
+// So on a failed write the file is put back as it was before the flush: the closing bracket at
+// its old place, rewritten over bytes the file already held (so it needs no new space), and the
+// file truncated after it. The file then still holds every step flushed before, as valid JSON,
+// and the error names the file.
 class Timeline {
  public:
   using Clock = std::chrono::steady_clock;
 
   // Creates (truncates) the rank's file, rank_path(path, rank), and names the tracks. Throws
-  // std::runtime_error naming the file when it cannot be written.
+  // config::ConfigError naming the file when it cannot be created, std::runtime_error when the
+  // first write fails.
   Timeline(const std::string& path, int rank, const std::vector<std::string>& track_names);
   ~Timeline();
   Timeline(const Timeline&) = delete;
@@ -40,17 +48,21 @@ class Timeline {
   void span(std::size_t track, const char* name, Clock::time_point begin, Clock::time_point end,
             std::int64_t step);
   void instant(std::size_t track, const char* name, Clock::time_point at, std::int64_t step);
-  // Appends the buffered events and closes the array; throws std::runtime_error on a write error.
+  // Appends the buffered events and closes the array; throws std::runtime_error on a write error,
+  // leaving the file as it was before (Note [Timeline stays valid JSON]).
   void flush();
 
  private:
   void add(const std::string& event);
+  // Writes all of `bytes` at `offset`; false on an error (errno says which).
+  bool write_at(const std::string& bytes, std::int64_t offset);
+  [[noreturn]] void write_failed();
 
   std::string path_;
   int rank_ = 0;
-  std::FILE* file_ = nullptr;
+  int fd_ = -1;
   std::string pending_;
-  long end_ = 0;  // where the closing bracket starts
+  std::int64_t end_ = 0;  // where the closing bracket starts
   bool any_ = false;
 };
 

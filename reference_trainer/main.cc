@@ -2,12 +2,16 @@
 //
 // Order matters: the command line, the GRADWIRE_* configuration and the data set are all checked
 // before MPI starts, so a bad input stops the program before anything is sent. An error on any
-// rank, before MPI starts (Note [Stopping before MPI starts]) or after, ends every rank of the job
-// (MPI_Abort), so no rank waits forever in MPI_Init or in a collective.
+// rank, before MPI starts (Note [Stopping before MPI starts]) or after (Note [Ending the job on
+// an error]), ends every rank of the job, so no rank waits forever in MPI_Init or in a collective.
+//
+// Exit codes: 0 done; 1 a runtime error; 2 bad input (command line, GRADWIRE_* value, data file,
+// output path, options that differ across ranks); 3 the training diverged (a non-finite loss).
 #include <cstdio>
 #include <exception>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "plugin/amp_settings.h"
@@ -15,21 +19,75 @@
 #include "plugin/comm/mpi/mpi_runtime.h"
 #include "plugin/compressor_factory.h"
 #include "plugin/config/params.h"
+#include "plugin/config_check.h"
 #include "plugin/sync_settings.h"
 #include "reference_trainer/app/command_line.h"
+#include "reference_trainer/app/output_file.h"
 #include "reference_trainer/app/report.h"
 #include "reference_trainer/app/trainer.h"
 #include "reference_trainer/data/data_error.h"
 
 namespace {
 
-constexpr int kExitUsage = 2;
+constexpr char kProgram[] = "gradwire_train";
 constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitDiverged = 3;
 
+// Before MPI starts: print, then end this process and, under a launcher, the job.
 [[noreturn]] void fail(const char* what, const std::exception& e, int code) {
-  std::fprintf(stderr, "gradwire_train: %s: %s\n", what, e.what());
-  std::fflush(stderr);
-  gw::MpiRuntime::abort_job(code);  // the whole job, also before MPI starts (under a launcher)
+  gw::MpiRuntime::print_error(kProgram, what, e.what());
+  gw::MpiRuntime::abort_job(code);
+}
+
+// The output files this rank will write, checked before training (output_file.h).
+void check_output_paths(const gw::trainer::TrainerOptions& options, int rank) {
+  if (rank != 0) return;  // rank 0 writes the report and the parameters
+  if (!options.report_path.empty()) gw::trainer::check_writable(options.report_path, "--report");
+  if (!options.save_params_path.empty()) {
+    gw::trainer::check_writable(options.save_params_path, "--save-params");
+  }
+}
+
+// Everything after MPI starts; run_mpi_main ends the job on whatever this throws.
+int run(const gw::trainer::TrainerOptions& options, const gw::config::Config& config,
+        const gw::trainer::FashionMnist& data) {
+  std::unique_ptr<gw::Communicator> world = gw::make_mpi_world_communicator(config);
+  const gw::MpiInfo mpi_info = gw::mpi_info(*world);
+  auto comm = std::make_shared<gw::CountingCommunicator>(std::move(world));
+  // Every rank must train the same run (Note [Options that must agree across ranks]), and every
+  // rank must be able to write what it will write, before the first step.
+  gw::check_same_on_all_ranks(*comm, gw::trainer::agreed_options_canonical(options));
+  gw::agree_on_startup_errors(*comm, [&] { check_output_paths(options, comm->rank()); });
+  if (comm->rank() == 0 && config.get_string(gw::config::keys::kLogLevel) != "error" &&
+      config.get_string(gw::config::keys::kLogLevel) != "warn") {
+    std::printf("gradwire configuration (%d ranks):\n%s", comm->size(), config.table().c_str());
+    std::printf("MPI: %s; collectives wait by %s\n", mpi_info.library.c_str(),
+                mpi_info.wait_reason.c_str());
+  }
+  const gw::trainer::TrainResult result = gw::trainer::train(options, config, data, comm);
+  if (comm->rank() == 0) {
+    auto report = gw::trainer::make_report(options, config, result);
+    report["mpi"] = {{"library", mpi_info.library},
+                     {"wait", mpi_info.wait},
+                     {"wait_reason", mpi_info.wait_reason}};
+    std::printf("%s", gw::trainer::summary_text(report).c_str());
+    if (!options.report_path.empty()) {
+      gw::trainer::write_report(report, options.report_path);
+      std::printf("report written to %s\n", options.report_path.c_str());
+    }
+    if (!options.save_params_path.empty()) {
+      gw::trainer::save_parameters(result.final_parameters, options.save_params_path);
+    }
+    std::fflush(stdout);
+  }
+  if (result.diverged) {
+    // Every rank saw the same vote (Note [Diverged runs]) and stops here with the same code.
+    if (comm->rank() == 0)
+      gw::MpiRuntime::print_error(kProgram, "diverged", result.diverged_message);
+    return kExitDiverged;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -43,59 +101,32 @@ int main(int argc, char** argv) {
     return exit_code;
   }
 
+  std::optional<gw::config::Config> config;
+  std::optional<gw::trainer::FashionMnist> data;
   try {
-    const gw::config::Config config = gw::config::Config::from_environment();
+    config = gw::config::Config::from_environment();
     if (options->print_config == "markdown") {
-      std::cout << gw::config::markdown_table(config.registry());
+      std::cout << gw::config::markdown_table(config->registry());
       return 0;
     }
     if (!options->print_config.empty()) {
-      std::cout << config.table();
+      std::cout << config->table();
       return 0;
     }
-
     // Compressor, sync and mixed-precision settings and their fit with the optimizer (dgc needs
     // SGD), before MPI starts.
     const auto probe = gw::trainer::make_optimizer(*options);
-    gw::check_compressor_supports(gw::read_compressor_settings(config), *probe);
-    gw::check_sync_supports(gw::read_sync_settings(config), *probe);
-    gw::read_amp_settings(config);
+    gw::check_compressor_supports(gw::read_compressor_settings(*config), *probe);
+    gw::check_sync_supports(gw::read_sync_settings(*config), *probe);
+    gw::read_amp_settings(*config);
 
-    gw::trainer::FashionMnist data = gw::trainer::load_fashion_mnist(options->data_dir);
+    data = gw::trainer::load_fashion_mnist(options->data_dir);
     if (options->train_subset > 0) {
-      data.train = gw::trainer::take_subset(data.train, options->train_subset);
+      data->train = gw::trainer::take_subset(data->train, options->train_subset);
     }
     if (options->test_subset > 0) {
-      data.test = gw::trainer::take_subset(data.test, options->test_subset);
+      data->test = gw::trainer::take_subset(data->test, options->test_subset);
     }
-
-    gw::MpiRuntime mpi(&argc, &argv);
-    std::unique_ptr<gw::Communicator> world = gw::make_mpi_world_communicator(config);
-    const gw::MpiInfo mpi_info = gw::mpi_info(*world);
-    auto comm = std::make_shared<gw::CountingCommunicator>(std::move(world));
-    if (comm->rank() == 0 && config.get_string(gw::config::keys::kLogLevel) != "error" &&
-        config.get_string(gw::config::keys::kLogLevel) != "warn") {
-      std::printf("gradwire configuration (%d ranks):\n%s", comm->size(), config.table().c_str());
-      std::printf("MPI: %s; collectives wait by %s\n", mpi_info.library.c_str(),
-                  mpi_info.wait_reason.c_str());
-    }
-    const gw::trainer::TrainResult result = gw::trainer::train(*options, config, data, comm);
-    if (comm->rank() == 0) {
-      auto report = gw::trainer::make_report(*options, config, result);
-      report["mpi"] = {{"library", mpi_info.library},
-                       {"wait", mpi_info.wait},
-                       {"wait_reason", mpi_info.wait_reason}};
-      std::printf("%s", gw::trainer::summary_text(report).c_str());
-      if (!options->report_path.empty()) {
-        gw::trainer::write_report(report, options->report_path);
-        std::printf("report written to %s\n", options->report_path.c_str());
-      }
-      if (!options->save_params_path.empty()) {
-        gw::trainer::save_parameters(result.final_parameters, options->save_params_path);
-      }
-    }
-    std::fflush(stdout);
-    return 0;
   } catch (const gw::config::ConfigError& e) {
     fail("configuration error", e, kExitUsage);
   } catch (const gw::trainer::DataError& e) {
@@ -105,5 +136,5 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     fail("error", e, kExitFailure);
   }
-  return kExitFailure;
+  return gw::run_mpi_main(&argc, &argv, kProgram, [&] { return run(*options, *config, *data); });
 }

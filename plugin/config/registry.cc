@@ -1,6 +1,7 @@
 #include "plugin/config/registry.h"
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <cmath>
 #include <sstream>
@@ -55,6 +56,17 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 }
 
 }  // namespace
+
+namespace {
+std::atomic<bool> g_every_rank_error{false};
+}  // namespace
+
+ConfigError::ConfigError(const std::string& what, OnEveryRank)
+    : std::runtime_error(what), every_rank_(true) {
+  g_every_rank_error.store(true);
+}
+
+bool ConfigError::any_thrown_on_every_rank() { return g_every_rank_error.load(); }
 
 std::string ParamSpec::accepted() const {
   std::ostringstream out;

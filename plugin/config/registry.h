@@ -17,6 +17,18 @@ namespace gw::config {
 class ConfigError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+
+  // An error that every rank of the job throws at the same point, with the same decision (the
+  // cross-rank checks of plugin/config_check.h): the job can end through MPI_Finalize, each rank
+  // with its own message, instead of MPI_Abort (Note [Ending the job on an error]).
+  struct OnEveryRank {};
+  ConfigError(const std::string& what, OnEveryRank);
+  bool thrown_on_every_rank() const { return every_rank_; }
+  // Whether an error thrown on every rank was ever constructed in this process.
+  static bool any_thrown_on_every_rank();
+
+ private:
+  bool every_rank_ = false;
 };
 
 enum class ParamType { kBool, kInt, kFloat, kEnum, kString, kFloatList };
@@ -28,8 +40,8 @@ struct ParamSpec {
   std::vector<std::string> choices;  // kEnum: the accepted values
   double min = 0;                    // kInt, kFloat, kFloatList (each element): inclusive range
   double max = 0;
-  bool rank_local = false;  // may differ across ranks (log level, file paths): not hashed
-  std::string description;  // one line
+  bool rank_local = false;   // may differ across ranks (log level, file paths): not hashed
+  std::string description;   // one line
   bool allow_empty = false;  // kString: "" is a value (an empty list), not an error
 
   // What is accepted, in words: "one of: none, fp16" or "an integer in [1, 64]".

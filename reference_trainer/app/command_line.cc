@@ -1,8 +1,35 @@
 #include "reference_trainer/app/command_line.h"
 
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
 #include <CLI/CLI.hpp>
 
 namespace gw::trainer {
+namespace {
+
+constexpr int kExitUsage = 2;
+
+// CLI11 reads "nan" and "inf" as numbers, and its range checks let NaN through (every comparison
+// with NaN is false): a learning rate or a time budget must be a finite number.
+const CLI::Validator kFinite(
+    [](std::string& text) -> std::string {
+      double value = 0;
+      if (!CLI::detail::lexical_cast(text, value)) return "'" + text + "' is not a number";
+      if (!std::isfinite(value)) return "'" + text + "' is not a finite number";
+      return "";
+    },
+    "FINITE");
+
+// The shortest text that reads back as exactly `v`.
+std::string exact(double v) {
+  char buf[40];
+  const auto end = std::to_chars(buf, buf + sizeof buf, v).ptr;
+  return std::string(buf, end);
+}
+
+}  // namespace
 
 std::optional<TrainerOptions> parse_command_line(int argc, char** argv, int* exit_code) {
   TrainerOptions o;
@@ -22,12 +49,17 @@ std::optional<TrainerOptions> parse_command_line(int argc, char** argv, int* exi
   app.add_option("--batch-size", o.batch_size, "Samples per rank per step")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20))
       ->capture_default_str();
-  app.add_option("--lr", o.lr, "Learning rate")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--lr", o.lr, "Learning rate")
+      ->check(kFinite)
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--momentum", o.momentum, "SGD momentum")
+      ->check(kFinite)
       ->check(CLI::Range(0.0, 0.999999))
       ->capture_default_str();
   app.add_flag("--nesterov", o.nesterov, "Nesterov momentum (sgd)");
   app.add_option("--weight-decay", o.weight_decay, "L2 weight decay")
+      ->check(kFinite)
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--seed", o.seed, "Seed of initialisation and shuffling")->capture_default_str();
@@ -41,6 +73,7 @@ std::optional<TrainerOptions> parse_command_line(int argc, char** argv, int* exi
   app.add_option("--time-budget", o.time_budget,
                  "Stop at the first evaluation after this many seconds of training (0: no "
                  "limit; evaluation time is not counted)")
+      ->check(kFinite)
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--train-subset", o.train_subset,
@@ -63,17 +96,46 @@ std::optional<TrainerOptions> parse_command_line(int argc, char** argv, int* exi
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    *exit_code = app.exit(e);
+    // --help is 0; every bad command line is 2, as every other bad input (CLI11's own codes
+    // differ by kind of mistake).
+    *exit_code = app.exit(e) == 0 ? 0 : kExitUsage;
     return std::nullopt;
   }
   if (app.count("--print-config") > 0 && o.print_config.empty()) o.print_config = "table";
   if (o.nesterov && o.momentum == 0.0) {
     std::fprintf(stderr, "--nesterov needs --momentum greater than 0\n");
-    *exit_code = 2;
+    *exit_code = kExitUsage;
     return std::nullopt;
   }
   o.progress = !no_progress;
   return o;
+}
+
+std::string agreed_options_canonical(const TrainerOptions& o) {
+  // Note [Options that must agree across ranks]
+  // Every option that shapes the run's collectives or its result: a rank with another model,
+  // batch size, data subset or step limit would issue other collectives (a hang), and one with
+  // another learning rate or seed would train silently apart. The paths (data, report, saved
+  // parameters) may differ per rank; --no-progress only draws.
+  std::string out;
+  const auto line = [&out](const char* key, const std::string& value) {
+    out += std::string(key) + "=" + value + "\n";
+  };
+  line("--model", o.model);
+  line("--optimizer", o.optimizer);
+  line("--epochs", std::to_string(o.epochs));
+  line("--batch-size", std::to_string(o.batch_size));
+  line("--lr", exact(o.lr));
+  line("--momentum", exact(o.momentum));
+  line("--nesterov", o.nesterov ? "true" : "false");
+  line("--weight-decay", exact(o.weight_decay));
+  line("--seed", std::to_string(o.seed));
+  line("--max-steps", std::to_string(o.max_steps));
+  line("--eval-every", std::to_string(o.eval_every));
+  line("--time-budget", exact(o.time_budget));
+  line("--train-subset", std::to_string(o.train_subset));
+  line("--test-subset", std::to_string(o.test_subset));
+  return out;
 }
 
 }  // namespace gw::trainer

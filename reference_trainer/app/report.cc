@@ -7,6 +7,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "reference_trainer/app/output_file.h"
+
 namespace gw::trainer {
 namespace {
 
@@ -74,7 +76,8 @@ nlohmann::json compression_json(const std::vector<CompressionStats>& per_rank,
 std::uint64_t exchange_bytes_max_rank(const std::vector<TrafficCounters>& traffic) {
   std::uint64_t out = 0;
   for (const auto& t : traffic) {
-    out = std::max(out, t[TrafficKind::kGradient].sent_bytes + t[TrafficKind::kParameter].sent_bytes);
+    out =
+        std::max(out, t[TrafficKind::kGradient].sent_bytes + t[TrafficKind::kParameter].sent_bytes);
   }
   return out;
 }
@@ -126,8 +129,7 @@ nlohmann::json sync_json(const SyncStats& sync, const std::vector<CompressionSta
       {"scheduled_averaging_points", scheduled},
       {"requested_averaging_points", sync.parameter_exchanges - scheduled},
       {"state_exchanges", sync.state_exchanges},
-      {"exchange_bytes_per_step",
-       steps > 0 ? exchanged / static_cast<double>(steps) : 0.0},
+      {"exchange_bytes_per_step", steps > 0 ? exchanged / static_cast<double>(steps) : 0.0},
       {"traffic_ratio_vs_dense", exchanged > 0 ? dense_total / exchanged : 0.0},
       {"averaging_points", points},
       {"is",
@@ -197,6 +199,9 @@ nlohmann::json make_report(const TrainerOptions& options, const config::Config& 
       {"eval_every", options.eval_every},
       {"time_budget_seconds", options.time_budget},
       {"stopped_by_time_budget", result.stopped_by_time_budget},
+      {"diverged", result.diverged ? nlohmann::json{{"after_steps", result.diverged_step},
+                                                    {"message", result.diverged_message}}
+                                   : nlohmann::json(nullptr)},
       {"history", history},
       {"history_is",
        "every evaluation in order (--eval-every inside epochs, and each epoch's end): steps done, "
@@ -228,10 +233,7 @@ nlohmann::json make_report(const TrainerOptions& options, const config::Config& 
 }
 
 void write_report(const nlohmann::json& report, const std::string& path) {
-  std::ofstream out(path);
-  if (!out) throw std::runtime_error("cannot write report to '" + path + "'");
-  out << report.dump(2) << "\n";
-  if (!out) throw std::runtime_error("error while writing report to '" + path + "'");
+  write_file_atomically(path, report.dump(2) + "\n");
 }
 
 std::string summary_text(const nlohmann::json& r) {
@@ -305,14 +307,11 @@ std::string summary_text(const nlohmann::json& r) {
 }
 
 void save_parameters(const std::vector<float>& values, const std::string& path) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw std::runtime_error("cannot write parameters to '" + path + "'");
   const std::uint64_t count = values.size();
-  out.write(kParamMagic, sizeof kParamMagic);
-  out.write(reinterpret_cast<const char*>(&count), sizeof count);
-  out.write(reinterpret_cast<const char*>(values.data()),
-            static_cast<std::streamsize>(values.size() * sizeof(float)));
-  if (!out) throw std::runtime_error("error while writing parameters to '" + path + "'");
+  std::string bytes(kParamMagic, sizeof kParamMagic);
+  bytes.append(reinterpret_cast<const char*>(&count), sizeof count);
+  bytes.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+  write_file_atomically(path, bytes);
 }
 
 std::vector<float> load_parameters(const std::string& path) {

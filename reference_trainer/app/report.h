@@ -13,13 +13,15 @@ namespace gw::trainer {
 nlohmann::json make_report(const TrainerOptions& options, const config::Config& config,
                            const TrainResult& result);
 
-// Writes `report` to `path` (pretty-printed); throws std::runtime_error naming the path on failure.
+// Writes `report` to `path` (pretty-printed, atomically: output_file.h); throws std::runtime_error
+// naming the path on failure.
 void write_report(const nlohmann::json& report, const std::string& path);
 
 // The final summary table printed by rank 0.
 std::string summary_text(const nlohmann::json& report);
 
-// Writes parameters as "GWPARAM1", a uint64 count, then count float32 (little-endian host order).
+// Writes parameters as "GWPARAM1", a uint64 count, then count float32 (little-endian host order),
+// atomically (output_file.h).
 void save_parameters(const std::vector<float>& values, const std::string& path);
 std::vector<float> load_parameters(const std::string& path);
 

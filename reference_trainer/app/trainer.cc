@@ -2,15 +2,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 
 #include "plugin/distributed_optimizer.h"
-#include "sync_policies/sync_policy.h"
 #include "reference_trainer/app/progress.h"
 #include "reference_trainer/data/sharder.h"
 #include "reference_trainer/nn/make_model.h"
 #include "reference_trainer/optim/adam.h"
 #include "reference_trainer/optim/sgd.h"
+#include "sync_policies/sync_policy.h"
 
 namespace gw::trainer {
 
@@ -95,6 +96,22 @@ Evaluation evaluate_average(Model& model, const Dataset& test, Communicator& com
     at += p.numel;
   }
   return e;
+}
+
+// Note [Diverged runs]
+// A non-finite training loss (outside mixed precision, where an overflowing step is skipped and
+// the loss scale backs off) means the run has diverged: its parameters are, or are about to be,
+// NaN, and every further step is wasted. The ranks must stop at the same step, since the rest of
+// the run (evaluation, the report) is collective, and a rank cannot know another's loss. So after
+// every step the ranks take the minimum over the ranks whose loss is not finite (the world size
+// when none), one 8-byte allreduce counted as control traffic. The run then ends as at a time
+// budget (the epoch's evaluation, the report with a "diverged" entry) and gradwire_train exits
+// with code 3 on every rank.
+// Returns the lowest rank whose loss is not finite, or -1.
+int first_diverged_rank(double loss, bool skipped_by_amp, Communicator& comm) {
+  std::int64_t rank = !std::isfinite(loss) && !skipped_by_amp ? comm.rank() : comm.size();
+  comm.allreduce(&rank, 1, DataType::kInt64, ReduceOp::kMin, TrafficKind::kControl);
+  return rank < comm.size() ? static_cast<int>(rank) : -1;
 }
 
 // Every rank's `count` figures, rank after rank (control traffic).
@@ -190,8 +207,7 @@ TrainResult train(const TrainerOptions& options, const config::Config& config,
   const auto reached_max_steps = [&] {
     return options.max_steps > 0 && result.steps >= options.max_steps;
   };
-  const bool ranks_in_step =
-      optimizer.sync_policy().mode() == sync_policies::SyncMode::kEveryStep;
+  const bool ranks_in_step = optimizer.sync_policy().mode() == sync_policies::SyncMode::kEveryStep;
   // Records one evaluation point: `trained` seconds of training so far, at wall time `now`.
   const auto record = [&](const Evaluation& eval, double trained, double now) {
     const TrafficCounters c = comm->counters();
@@ -222,14 +238,27 @@ TrainResult train(const TrainerOptions& options, const config::Config& config,
       if (reached_max_steps()) break;
       sharder.batch(static_cast<std::uint64_t>(epoch - 1), step, indices);
       gather(data.train, indices, images, labels);
-      const double loss =
-          model->forward_backward(images.data(), labels.data(), indices.size(), on_ready,
-                                  optimizer.loss_scale());
+      const double loss = model->forward_backward(images.data(), labels.data(), indices.size(),
+                                                  on_ready, optimizer.loss_scale());
       loss_sum += loss;
       optimizer.report_loss(loss);
+      const std::int64_t skipped_before =
+          optimizer.loss_scaler() != nullptr ? optimizer.loss_scaler()->skipped_steps() : 0;
       optimizer.step();
       ++result.steps;
       ++steps_done;
+      const bool skipped = optimizer.loss_scaler() != nullptr &&
+                           optimizer.loss_scaler()->skipped_steps() > skipped_before;
+      if (const int bad = first_diverged_rank(loss, skipped, *comm); bad >= 0) {
+        result.diverged = true;
+        result.diverged_step = result.steps;
+        result.diverged_message = "the training loss of rank " + std::to_string(bad) +
+                                  " is not finite at step " + std::to_string(result.steps - 1) +
+                                  (rank == bad ? " (" + std::to_string(loss) + ")" : "") +
+                                  "; the run stopped there";
+        stop = true;
+        break;
+      }
       progress.update(epoch, options.epochs, step + 1, steps_per_epoch, loss_sum / steps_done);
       if (options.eval_every > 0 && result.steps % options.eval_every == 0 &&
           step + 1 < steps_per_epoch && !reached_max_steps()) {
@@ -277,10 +306,10 @@ TrainResult train(const TrainerOptions& options, const config::Config& config,
     e.wall_seconds = epoch_end - epoch_start;
     e.samples = static_cast<std::uint64_t>(steps_done) * sharder.global_batch();
     const TrafficCounters after = comm->counters();
-    e.gradient_bytes_sent = after[TrafficKind::kGradient].sent_bytes -
-                            before[TrafficKind::kGradient].sent_bytes;
-    e.parameter_bytes_sent = after[TrafficKind::kParameter].sent_bytes -
-                             before[TrafficKind::kParameter].sent_bytes;
+    e.gradient_bytes_sent =
+        after[TrafficKind::kGradient].sent_bytes - before[TrafficKind::kGradient].sent_bytes;
+    e.parameter_bytes_sent =
+        after[TrafficKind::kParameter].sent_bytes - before[TrafficKind::kParameter].sent_bytes;
     result.train_seconds += e.train_seconds;
     result.samples += e.samples;
     result.epochs.push_back(e);
@@ -297,7 +326,7 @@ TrainResult train(const TrainerOptions& options, const config::Config& config,
   }
   result.wall_seconds = synchronized_now(*comm) - run_start;
   result.final_test_accuracy = result.epochs.empty() ? 0.0 : result.epochs.back().test_accuracy;
-  result.stopped_by_time_budget = stop;
+  result.stopped_by_time_budget = stop && !result.diverged;
   result.traffic_per_rank = gather_traffic(*comm);
   result.compression_per_rank = gather_compression(optimizer.compression_stats(), *comm);
   result.sync = optimizer.sync_stats();

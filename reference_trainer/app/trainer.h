@@ -60,6 +60,11 @@ struct TrainResult {
   std::vector<EpochResult> epochs;
   std::vector<EvalPoint> history;  // every evaluation, in order
   bool stopped_by_time_budget = false;
+  // A non-finite training loss on some rank, outside mixed precision's skipped steps, stopped
+  // the run after `diverged_step` steps (Note [Diverged runs]); the same on every rank.
+  bool diverged = false;
+  std::int64_t diverged_step = 0;
+  std::string diverged_message;
   double final_test_accuracy = 0;
   double wall_seconds = 0;    // rank 0, from before the first step to after the last eval
   double train_seconds = 0;   // sum of the epochs' training time

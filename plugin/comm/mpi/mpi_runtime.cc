@@ -2,16 +2,90 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <cctype>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <exception>
+#include <mutex>
 #include <stdexcept>
+#include <thread>
 
 #include "plugin/comm/mpi/mpi_communicator.h"
 #include "plugin/config/params.h"
 
 namespace gw {
+namespace {
 
-MpiRuntime::MpiRuntime(int* argc, char*** argv) {
+// Note [Ending the job on an error].
+constexpr auto kAbortGrace = std::chrono::milliseconds(250);
+std::once_flag g_handlers_installed;
+std::terminate_handler g_previous_terminate = nullptr;
+// An MpiRuntime was destroyed by an exception and left MPI running (not finalized).
+std::atomic<bool> g_left_running{false};
+
+bool mpi_running() {
+  int init = 0, finalized = 0;
+  MPI_Initialized(&init);
+  MPI_Finalized(&finalized);
+  return init != 0 && finalized == 0;
+}
+
+void on_terminate() {
+  std::string what = "std::terminate was called without an exception in flight";
+  if (const std::exception_ptr error = std::current_exception()) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+      what = "an exception that is not a std::exception";
+    }
+  }
+  MpiRuntime::print_error("gradwire", "uncaught exception", what);
+  if (mpi_running()) MpiRuntime::abort_job(1);
+  if (g_previous_terminate != nullptr) g_previous_terminate();
+  std::abort();
+}
+
+void on_exit() {
+  if (!g_left_running.load() || !mpi_running()) return;
+  if (config::ConfigError::any_thrown_on_every_rank()) {
+    // Every rank is unwinding the same error: they all finalize together.
+    MPI_Finalize();
+    return;
+  }
+  MpiRuntime::print_error("gradwire", "error",
+                          "the program returned after an exception without ending the MPI job; "
+                          "ending every rank now (gw::run_mpi_main does this for you)");
+  std::this_thread::sleep_for(kAbortGrace);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+void install_handlers() {
+  std::call_once(g_handlers_installed, [] {
+    g_previous_terminate = std::set_terminate(on_terminate);
+    std::atexit(on_exit);
+  });
+}
+
+// The rank an MPI launcher gave this process, before MPI starts (-1 if none).
+int launcher_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    if (const char* value = std::getenv(name)) {
+      char* end = nullptr;
+      const long r = std::strtol(value, &end, 10);
+      if (end != value && *end == '\0' && r >= 0) return static_cast<int>(r);
+    }
+  }
+  return -1;
+}
+
+}  // namespace
+
+MpiRuntime::MpiRuntime(int* argc, char*** argv) : uncaught_(std::uncaught_exceptions()) {
+  install_handlers();
   if (initialized()) return;
   // Serialized: gradwire calls MPI from one thread at a time.
   int provided = 0;
@@ -22,15 +96,61 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
 }
 
 MpiRuntime::~MpiRuntime() {
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (owns_ && !finalized) MPI_Finalize();
+  if (!mpi_running()) return;
+  if (std::uncaught_exceptions() > uncaught_ && !config::ConfigError::any_thrown_on_every_rank()) {
+    // Unwinding: MPI_Finalize would wait for peers that wait for this rank. Whoever catches the
+    // exception ends the job; if nobody does, the exit handler will (Note [Ending the job...]).
+    g_left_running.store(true);
+    return;
+  }
+  if (owns_) MPI_Finalize();
 }
 
 bool MpiRuntime::initialized() {
   int init = 0;
   MPI_Initialized(&init);
   return init != 0;
+}
+
+int MpiRuntime::world_rank() {
+  if (!mpi_running()) return -1;
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+void MpiRuntime::print_error(const char* program, const char* what, const std::string& message) {
+  int rank = world_rank();
+  if (rank < 0) rank = launcher_rank();
+  if (rank >= 0) {
+    std::fprintf(stderr, "%s: rank %d: %s: %s\n", program, rank, what, message.c_str());
+  } else {
+    std::fprintf(stderr, "%s: %s: %s\n", program, what, message.c_str());
+  }
+  std::fflush(stderr);
+}
+
+int run_mpi_main(int* argc, char*** argv, const char* program, const std::function<int()>& body) {
+  MpiRuntime mpi(argc, argv);
+  // An error every rank threw together ends through MPI_Finalize (mpi's destructor, after the
+  // catch); any other through MPI_Abort.
+  const auto end_with = [program](const char* what, const char* message, int code,
+                                  bool every_rank) {
+    MpiRuntime::print_error(program, what, message);
+    if (!every_rank) MpiRuntime::abort_job(code);
+    return code;
+  };
+  try {
+    return body();
+  } catch (const config::ConfigError& e) {
+    return end_with("configuration error", e.what(), 2, e.thrown_on_every_rank());
+  } catch (const std::invalid_argument& e) {
+    return end_with("invalid argument", e.what(), 2, false);
+  } catch (const std::exception& e) {
+    return end_with("error", e.what(), 1, false);
+  } catch (...) {
+    return end_with("error", "an exception that is not a std::exception", 1, false);
+  }
 }
 
 // Note [Stopping before MPI starts]
@@ -45,9 +165,10 @@ void MpiRuntime::abort_job(int exit_code) {
     int provided = 0;
     MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
   }
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (initialized() && !finalized) MPI_Abort(MPI_COMM_WORLD, exit_code);
+  if (mpi_running()) {
+    std::this_thread::sleep_for(kAbortGrace);  // Note [Ending the job on an error]
+    MPI_Abort(MPI_COMM_WORLD, exit_code);
+  }
   std::exit(exit_code);
 }
 
@@ -64,6 +185,7 @@ std::unique_ptr<Communicator> make_mpi_world_communicator() {
 }
 
 std::unique_ptr<Communicator> make_mpi_world_communicator(const config::Config& config) {
+  install_handlers();  // also for programs that start MPI themselves
   return std::make_unique<MpiCommunicator>(
       MPI_COMM_WORLD, parse_mpi_wait(config.get_string(config::keys::kMpiWait)));
 }

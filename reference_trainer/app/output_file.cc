@@ -1,0 +1,107 @@
+#include "reference_trainer/app/output_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include "plugin/config/registry.h"
+
+namespace gw::trainer {
+namespace {
+
+std::string folder_of(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+std::string errno_text() { return std::strerror(errno); }
+
+// A file descriptor that is closed when it goes out of scope.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  // Closes now, reporting the error that close() may be the first to see.
+  bool close() {
+    const int fd = fd_;
+    fd_ = -1;
+    return ::close(fd) == 0;
+  }
+
+ private:
+  int fd_;
+};
+
+std::string unique_suffix() { return ".tmp." + std::to_string(::getpid()); }
+
+}  // namespace
+
+void check_writable(const std::string& path, const char* option) {
+  const std::string accepted =
+      " (accepted: a file path in an existing folder that this process can write)";
+  if (path.empty())
+    throw config::ConfigError(std::string(option) + ": the path is empty" + accepted);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    throw config::ConfigError(std::string(option) + ": '" + path + "' is a folder" + accepted);
+  }
+  const std::string probe = path + ".probe" + unique_suffix();
+  Fd fd(::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  if (fd.get() < 0) {
+    throw config::ConfigError(std::string(option) + ": cannot write '" + path +
+                              "': " + errno_text() + accepted);
+  }
+  fd.close();
+  ::unlink(probe.c_str());
+}
+
+std::string write_temporary(const std::string& path, const std::string& bytes) {
+  const std::string temporary = path + unique_suffix();
+  const auto fail = [&](const char* doing) {
+    const std::string reason = errno_text();
+    ::unlink(temporary.c_str());
+    throw std::runtime_error(std::string(doing) + " '" + temporary + "' (for '" + path +
+                             "'): " + reason);
+  };
+  Fd fd(::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (fd.get() < 0) fail("cannot create");
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd.get(), bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) fail("cannot write");
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd.get()) != 0) fail("cannot flush");
+  if (!fd.close()) fail("cannot close");
+  return temporary;
+}
+
+void replace_with_temporary(const std::string& temporary, const std::string& path) {
+  if (::rename(temporary.c_str(), path.c_str()) != 0) {
+    const std::string reason = errno_text();
+    ::unlink(temporary.c_str());
+    throw std::runtime_error("cannot rename '" + temporary + "' to '" + path + "': " + reason);
+  }
+  // The rename is durable once the folder is flushed; a folder that cannot be opened for it
+  // (some file systems) keeps the rename as the kernel has it.
+  Fd folder(::open(folder_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (folder.get() >= 0) ::fsync(folder.get());
+}
+
+void write_file_atomically(const std::string& path, const std::string& bytes) {
+  replace_with_temporary(write_temporary(path, bytes), path);
+}
+
+}  // namespace gw::trainer
