@@ -55,7 +55,7 @@ void check_same_on_all_ranks(Communicator& comm, const std::string& canonical) {
                  (r + 1 < n ? "," : "");
     }
   }
-  throw config::ConfigError(message, config::ConfigError::OnEveryRank{});
+  throw config::ConfigError(message, config::ConfigError::SameOnEveryRank{});
 }
 
 void agree_on_startup_errors(Communicator& comm, const std::function<void()>& step) {

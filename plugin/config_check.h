@@ -11,7 +11,8 @@
 namespace gw {
 
 // `canonical` is "KEY=value\n" lines. Collective: every rank of `comm` must call it. Throws
-// config::ConfigError on every rank when any rank's text differs.
+// config::ConfigError (the same on every rank, naming each differing key and every rank's value)
+// on every rank when any rank's text differs.
 void check_same_on_all_ranks(Communicator& comm, const std::string& canonical);
 
 // Runs `step`, a start-up step that may fail on some ranks only (opening a rank-local file), and

@@ -55,8 +55,8 @@ class MyMomentumSgd : public gw::Optimizer {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  gw::MpiRuntime mpi(&argc, &argv);
+// The whole run, with MPI started: gw::run_mpi_main (below) ends every rank if it throws.
+int run() {
   auto comm = std::make_shared<gw::CountingCommunicator>(gw::make_mpi_world_communicator());
   const int rank = comm->rank();
 
@@ -117,4 +117,8 @@ int main(int argc, char** argv) {
         static_cast<unsigned long long>(traffic[gw::TrafficKind::kGradient].sent_bytes));
   }
   return max_error < 1e-3 ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
+  return gw::run_mpi_main(&argc, &argv, "wrap_optimizer", run);
 }

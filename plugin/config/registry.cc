@@ -66,6 +66,11 @@ ConfigError::ConfigError(const std::string& what, OnEveryRank)
   g_every_rank_error.store(true);
 }
 
+ConfigError::ConfigError(const std::string& what, SameOnEveryRank)
+    : ConfigError(what, OnEveryRank{}) {
+  same_text_ = true;
+}
+
 bool ConfigError::any_thrown_on_every_rank() { return g_every_rank_error.load(); }
 
 std::string ParamSpec::accepted() const {

@@ -23,12 +23,17 @@ class ConfigError : public std::runtime_error {
   // with its own message, instead of MPI_Abort (Note [Ending the job on an error]).
   struct OnEveryRank {};
   ConfigError(const std::string& what, OnEveryRank);
+  // The same, with the same message on every rank (a mismatch every rank found): printed once.
+  struct SameOnEveryRank {};
+  ConfigError(const std::string& what, SameOnEveryRank);
   bool thrown_on_every_rank() const { return every_rank_; }
+  bool same_on_every_rank() const { return same_text_; }
   // Whether an error thrown on every rank was ever constructed in this process.
   static bool any_thrown_on_every_rank();
 
  private:
   bool every_rank_ = false;
+  bool same_text_ = false;
 };
 
 enum class ParamType { kBool, kInt, kFloat, kEnum, kString, kFloatList };

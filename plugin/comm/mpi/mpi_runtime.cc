@@ -135,15 +135,17 @@ int run_mpi_main(int* argc, char*** argv, const char* program, const std::functi
   // An error every rank threw together ends through MPI_Finalize (mpi's destructor, after the
   // catch); any other through MPI_Abort.
   const auto end_with = [program](const char* what, const char* message, int code,
-                                  bool every_rank) {
-    MpiRuntime::print_error(program, what, message);
+                                  bool every_rank, bool same_text = false) {
+    // The same text from every rank is printed by rank 0 alone.
+    if (!same_text || MpiRuntime::world_rank() == 0) MpiRuntime::print_error(program, what, message);
     if (!every_rank) MpiRuntime::abort_job(code);
     return code;
   };
   try {
     return body();
   } catch (const config::ConfigError& e) {
-    return end_with("configuration error", e.what(), 2, e.thrown_on_every_rank());
+    return end_with("configuration error", e.what(), 2, e.thrown_on_every_rank(),
+                    e.same_on_every_rank());
   } catch (const std::invalid_argument& e) {
     return end_with("invalid argument", e.what(), 2, false);
   } catch (const std::exception& e) {

@@ -16,7 +16,8 @@ namespace gw {
 // - An error is ended with MPI_Abort (abort_job), which every launcher turns into the end of the
 //   whole job, unless every rank threw it together: a config::ConfigError thrown on every rank
 //   (the cross-rank checks, agree_on_startup_errors) ends through MPI_Finalize instead, each rank
-//   printing its own message once, with no abort banner.
+//   printing its own message once (rank 0 alone, when every rank has the same one), with no
+//   abort banner.
 // - An MpiRuntime destroyed while an exception is in flight does not call MPI_Finalize (it would
 //   wait for peers that are waiting for this rank). If the program then returns from main
 //   without aborting (a `catch` that prints and returns 1), an exit handler aborts the job.

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# rank_failure.sh --rc N --message REGEX [--count N] [--within S] [--json FILE] -- COMMAND...
+#
+# Runs COMMAND (an MPI launcher and its ranks) in a session of its own and passes when:
+#   - it exits with code N;
+#   - REGEX matches exactly --count lines of its output (default 1: the real error, printed once);
+#   - every process of the session is gone within --within seconds (default 10) of the first
+#     matching line (or of the start, if the message only shows at the end);
+#   - no "MPI_Abort after MPI_Finalize" banner is printed;
+#   - with --json FILE: FILE parses as JSON (python3).
+# A run still going after 90 s is a hang: the session is killed and the test fails.
+set -u
+rc_expected="" regex="" count=1 within=10 json=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --rc) rc_expected=$2; shift 2 ;;
+    --message) regex=$2; shift 2 ;;
+    --count) count=$2; shift 2 ;;
+    --within) within=$2; shift 2 ;;
+    --json) json=$2; shift 2 ;;
+    --) shift; break ;;
+    *) echo "rank_failure.sh: unknown option '$1'" >&2; exit 2 ;;
+  esac
+done
+[ -n "$rc_expected" ] && [ -n "$regex" ] && [ $# -gt 0 ] || {
+  echo "usage: rank_failure.sh --rc N --message REGEX [--count N] [--within S] [--json F] -- CMD..." >&2
+  exit 2
+}
+
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
+
+start=$(now)
+setsid "$@" >"$out" 2>&1 &
+pid=$!
+sid=""
+for _ in $(seq 50); do
+  sid=$(ps -o sid= -p "$pid" 2>/dev/null | tr -d ' ')
+  [ -n "$sid" ] && break
+  sleep 0.02
+done
+
+# Whether any process of the session (or the launcher itself) still runs; zombies do not count.
+running() {
+  ps -e -o pid=,sid=,stat= | awk -v p="$1" -v s="$2" \
+    '($1 == p || (s != "" && $2 == s)) && $3 !~ /^Z/ { found = 1 } END { exit !found }'
+}
+
+seen=""
+hang=0
+while :; do
+  if [ -z "$seen" ] && grep -Eq -- "$regex" "$out"; then seen=$(now); fi
+  running "$pid" "$sid" || break
+  if [ "$(elapsed "$start" "$(now)" | cut -d. -f1)" -ge 90 ]; then hang=1; break; fi
+  sleep 0.05
+done
+gone=$(now)
+if [ "$hang" = 1 ]; then
+  [ -n "$sid" ] && pkill -KILL -s "$sid" 2>/dev/null
+  kill -KILL "$pid" 2>/dev/null
+fi
+wait "$pid"
+rc=$?
+
+cat "$out" | tail -n 40
+echo "----"
+fail=0
+if [ "$hang" = 1 ]; then echo "FAIL: still running after 90 s (a hang)"; exit 1; fi
+[ -n "$seen" ] || seen=$start
+took=$(elapsed "$seen" "$gone")
+echo "exit code $rc; every process gone $took s after the message ($(elapsed "$start" "$gone") s in all)"
+if [ "$rc" != "$rc_expected" ]; then echo "FAIL: exit code $rc, expected $rc_expected"; fail=1; fi
+matches=$(grep -Ec -- "$regex" "$out")
+if [ "$matches" != "$count" ]; then
+  echo "FAIL: $matches lines match '$regex', expected $count"; fail=1
+fi
+if awk -v t="$took" -v w="$within" 'BEGIN { exit !(t > w) }'; then
+  echo "FAIL: processes still running $took s after the message (limit $within s)"; fail=1
+fi
+if grep -Eiq -- "after MPI_FINALIZE|MPI_Abort.*after.*finali" "$out"; then
+  echo "FAIL: an MPI_Abort-after-MPI_Finalize banner was printed"; fail=1
+fi
+if [ -n "$json" ]; then
+  if python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$json"; then
+    echo "ok: $json is valid JSON"
+  else
+    echo "FAIL: $json is not valid JSON"; fail=1
+  fi
+fi
+[ "$fail" = 0 ] && echo "ok"
+exit "$fail"
