@@ -58,12 +58,14 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 }  // namespace
 
 namespace {
-std::atomic<bool> g_every_rank_error{false};
+// ConfigError objects thrown on every rank that exist now (the exception object lives from the
+// throw to the end of the handler that catches it).
+std::atomic<int> g_every_rank_errors{0};
 }  // namespace
 
 ConfigError::ConfigError(const std::string& what, OnEveryRank)
     : std::runtime_error(what), every_rank_(true) {
-  g_every_rank_error.store(true);
+  ++g_every_rank_errors;
 }
 
 ConfigError::ConfigError(const std::string& what, SameOnEveryRank)
@@ -71,7 +73,26 @@ ConfigError::ConfigError(const std::string& what, SameOnEveryRank)
   same_text_ = true;
 }
 
-bool ConfigError::any_thrown_on_every_rank() { return g_every_rank_error.load(); }
+ConfigError::ConfigError(const ConfigError& other)
+    : std::runtime_error(other), every_rank_(other.every_rank_), same_text_(other.same_text_) {
+  if (every_rank_) ++g_every_rank_errors;
+}
+
+ConfigError& ConfigError::operator=(const ConfigError& other) {
+  if (this == &other) return *this;
+  if (every_rank_) --g_every_rank_errors;
+  std::runtime_error::operator=(other);
+  every_rank_ = other.every_rank_;
+  same_text_ = other.same_text_;
+  if (every_rank_) ++g_every_rank_errors;
+  return *this;
+}
+
+ConfigError::~ConfigError() {
+  if (every_rank_) --g_every_rank_errors;
+}
+
+bool ConfigError::every_rank_error_alive() { return g_every_rank_errors.load() > 0; }
 
 std::string ParamSpec::accepted() const {
   std::ostringstream out;

@@ -26,10 +26,14 @@ class ConfigError : public std::runtime_error {
   // The same, with the same message on every rank (a mismatch every rank found): printed once.
   struct SameOnEveryRank {};
   ConfigError(const std::string& what, SameOnEveryRank);
+  ConfigError(const ConfigError& other);
+  ConfigError& operator=(const ConfigError& other);
+  ~ConfigError() override;
   bool thrown_on_every_rank() const { return every_rank_; }
   bool same_on_every_rank() const { return same_text_; }
-  // Whether an error thrown on every rank was ever constructed in this process.
-  static bool any_thrown_on_every_rank();
+  // Whether an error thrown on every rank exists in this process now: one in flight, or being
+  // handled.
+  static bool every_rank_error_alive();
 
  private:
   bool every_rank_ = false;

@@ -9,6 +9,7 @@
 
 #include "plugin/comm/mpi/mpi_runtime.h"
 #include "plugin/config/params.h"
+#include "plugin/config_check.h"
 #include "plugin/distributed_optimizer.h"
 
 namespace gw {
@@ -199,6 +200,55 @@ TEST(DistributedOptimizer, DifferentParameterLayoutsAreAnErrorOnEveryRank) {
   EXPECT_NE(msg.find("parameter[0]: rank 0 'w (5 elements)', rank 1 'w (4 elements)'"),
             std::string::npos)
       << msg;
+}
+
+// A rank-local start-up step (GRADWIRE_TIMELINE) that fails on rank 1 only: every rank throws,
+// rank 1 with the real error, the others naming rank 1 (Note [Ending the job on an error]).
+TEST(DistributedOptimizer, ATimelineOneRankCannotOpenIsAnErrorOnEveryRank) {
+  Fixture f;
+  if (f.comm->size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  DistributedOptimizerOptions options;
+  if (f.comm->rank() == 1) options.config.set(config::keys::kTimeline, "/nonexistent-dir/t.json");
+  try {
+    f.make(std::move(options));
+    ADD_FAILURE() << "rank " << f.comm->rank() << " went on";
+  } catch (const config::ConfigError& e) {
+    EXPECT_TRUE(e.thrown_on_every_rank());
+    EXPECT_FALSE(e.same_on_every_rank());
+    const std::string msg = e.what();
+    if (f.comm->rank() == 1) {
+      EXPECT_NE(msg.find("GRADWIRE_TIMELINE: cannot write '/nonexistent-dir/t.rank1.json'"),
+                std::string::npos)
+          << msg;
+    } else {
+      EXPECT_EQ(msg, "stopping: start-up failed on rank 1 (its error is printed there)");
+    }
+  }
+}
+
+TEST(AgreeOnStartupErrors, NamesEveryRankThatFailedAndPassesWhenNoneDid) {
+  Fixture f;
+  const int n = f.comm->size(), rank = f.comm->rank();
+  EXPECT_NO_THROW(agree_on_startup_errors(*f.comm, [] {}));
+  // Every odd rank fails with its own message.
+  std::string expected_ranks;
+  for (int r = 1; r < n; r += 2)
+    expected_ranks += (expected_ranks.empty() ? "" : ", ") + std::to_string(r);
+  if (n < 2) GTEST_SKIP() << "needs 2 ranks";
+  try {
+    agree_on_startup_errors(*f.comm, [rank] {
+      if (rank % 2 == 1) throw std::runtime_error("cannot open x on rank " + std::to_string(rank));
+    });
+    ADD_FAILURE() << "rank " << rank << " went on";
+  } catch (const config::ConfigError& e) {
+    EXPECT_TRUE(e.thrown_on_every_rank());
+    if (rank % 2 == 1) {
+      EXPECT_EQ(std::string(e.what()), "cannot open x on rank " + std::to_string(rank));
+    } else {
+      EXPECT_EQ(std::string(e.what()), "stopping: start-up failed on rank " + expected_ranks +
+                                           " (its error is printed there)");
+    }
+  }
 }
 
 TEST(DistributedOptimizer, BadRegistrationsAreRejectedLocally) {

@@ -3,8 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -13,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "plugin/config/registry.h"
 #include "plugin/timeline.h"
 
 namespace gw {
@@ -122,9 +126,7 @@ TEST(Engine, RefusesMoreJobsThanItsCapacityAndDestroysWithWorkQueued) {
   EXPECT_EQ(ran.load(), 1);
 }
 
-std::string temp_path(const char* name) {
-  return ::testing::TempDir() + "gw_engine_test_" + name;
-}
+std::string temp_path(const char* name) { return ::testing::TempDir() + "gw_engine_test_" + name; }
 
 nlohmann::json parse_file(const std::string& path) {
   std::ifstream in(path);
@@ -147,7 +149,7 @@ TEST(Timeline, TheFileIsCompleteJsonAfterEveryFlush) {
     const std::string path = tl.path();
     EXPECT_EQ(path, temp_path("flush.rank1.json"));
     nlohmann::json events = parse_file(path);  // names only, already valid
-    ASSERT_EQ(events.size(), 5u);               // process name, 2 x (thread name, sort index)
+    ASSERT_EQ(events.size(), 5u);              // process name, 2 x (thread name, sort index)
     EXPECT_EQ(events[3]["args"]["name"], "bucket 0: \"w\" .. b");  // escaped and read back
     tl.span(1, "encode", t0, t0 + std::chrono::microseconds(250), 7);
     tl.instant(0, "step 7", t0, 7);
@@ -170,16 +172,58 @@ TEST(Timeline, TheFileIsCompleteJsonAfterEveryFlush) {
   EXPECT_EQ(parse_file(temp_path("flush.rank1.json")).size(), 8u);
 }
 
-TEST(Timeline, AnUnwritablePathIsAnErrorNamingIt) {
+TEST(Timeline, AnUnwritablePathIsAConfigurationErrorNamingIt) {
   try {
     Timeline tl("/nonexistent-dir/trace.json", 0, {"steps"});
     ADD_FAILURE() << "opened an unwritable path";
-  } catch (const std::runtime_error& e) {
+  } catch (const config::ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("GRADWIRE_TIMELINE: cannot write "
                                          "'/nonexistent-dir/trace.rank0.json'"),
               std::string::npos)
         << e.what();
   }
+}
+
+// Note [Timeline stays valid JSON]: a write that fails part-way (here the file size limit, as on
+// a full disk) leaves the file as it was after the last good flush.
+TEST(Timeline, AFailedWriteLeavesValidJsonWithEveryEarlierStep) {
+  struct rlimit saved {};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);  // a write past the limit fails instead
+  const std::string path = temp_path("full.json");
+  std::size_t events_before = 0;
+  {
+    Timeline tl(path, 0, {"steps"});
+    const auto t0 = Timeline::Clock::now();
+    for (int step = 0; step < 3; ++step) tl.span(0, "step", t0, t0, step);
+    tl.flush();
+    events_before = parse_file(tl.path()).size();
+    std::ifstream in(tl.path(), std::ios::binary | std::ios::ate);
+    const auto size = static_cast<rlim_t>(in.tellg());
+    struct rlimit cap = saved;
+    cap.rlim_cur = size + 100;  // room for part of the next batch, not all of it
+    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &cap), 0);
+    for (int step = 3; step < 50; ++step) tl.span(0, "step", t0, t0, step);
+    try {
+      tl.flush();
+      ADD_FAILURE() << "a write past the file size limit did not fail";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("GRADWIRE_TIMELINE: write error on '" + tl.path() +
+                                           "': File too large; the file keeps every step"),
+                std::string::npos)
+          << e.what();
+    }
+    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &saved), 0);
+    const nlohmann::json after = parse_file(tl.path());
+    EXPECT_EQ(after.size(), events_before);
+    EXPECT_EQ(after.back()["args"]["step"], 2);
+    // The timeline goes on after the failure: the next step is appended after the earlier ones.
+    tl.span(0, "step", t0, t0, 50);
+    tl.flush();
+    EXPECT_EQ(parse_file(tl.path()).size(), events_before + 1);
+  }
+  setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, old_handler);
 }
 
 }  // namespace

@@ -51,11 +51,6 @@ void on_terminate() {
 
 void on_exit() {
   if (!g_left_running.load() || !mpi_running()) return;
-  if (config::ConfigError::any_thrown_on_every_rank()) {
-    // Every rank is unwinding the same error: they all finalize together.
-    MPI_Finalize();
-    return;
-  }
   MpiRuntime::print_error("gradwire", "error",
                           "the program returned after an exception without ending the MPI job; "
                           "ending every rank now (gw::run_mpi_main does this for you)");
@@ -97,9 +92,10 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) : uncaught_(std::uncaught_except
 
 MpiRuntime::~MpiRuntime() {
   if (!mpi_running()) return;
-  if (std::uncaught_exceptions() > uncaught_ && !config::ConfigError::any_thrown_on_every_rank()) {
+  if (std::uncaught_exceptions() > uncaught_ && !config::ConfigError::every_rank_error_alive()) {
     // Unwinding: MPI_Finalize would wait for peers that wait for this rank. Whoever catches the
-    // exception ends the job; if nobody does, the exit handler will (Note [Ending the job...]).
+    // exception ends the job; if nobody does, the exit handler will (Note [Ending the job on an error]).
+    // An error every rank threw together is the exception: every rank finalizes.
     g_left_running.store(true);
     return;
   }
