@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# rank_failure.sh --rc N --message REGEX [--count N] [--within S] [--json FILE] -- COMMAND...
+# rank_failure.sh --rc N --message REGEX [--count N] [--within S] [--json FILE] [--hang S]
+#                 -- COMMAND...
 #
 # Runs COMMAND (an MPI launcher and its ranks) in a session of its own and passes when:
 #   - it exits with code N;
@@ -8,9 +9,10 @@
 #     matching line (or of the start, if the message only shows at the end);
 #   - no "MPI_Abort after MPI_Finalize" banner is printed;
 #   - with --json FILE: FILE parses as JSON (python3).
-# A run still going after 90 s is a hang: the session is killed and the test fails.
+# A run still going after --hang seconds (default 90) is a hang: the session is killed and the
+# test fails.
 set -u
-rc_expected="" regex="" count=1 within=10 json=""
+rc_expected="" regex="" count=1 within=10 json="" hang_limit=90
 while [ $# -gt 0 ]; do
   case "$1" in
     --rc) rc_expected=$2; shift 2 ;;
@@ -18,6 +20,7 @@ while [ $# -gt 0 ]; do
     --count) count=$2; shift 2 ;;
     --within) within=$2; shift 2 ;;
     --json) json=$2; shift 2 ;;
+    --hang) hang_limit=$2; shift 2 ;;
     --) shift; break ;;
     *) echo "rank_failure.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
@@ -53,7 +56,7 @@ hang=0
 while :; do
   if [ -z "$seen" ] && grep -Eq -- "$regex" "$out"; then seen=$(now); fi
   running "$pid" "$sid" || break
-  if [ "$(elapsed "$start" "$(now)" | cut -d. -f1)" -ge 90 ]; then hang=1; break; fi
+  if [ "$(elapsed "$start" "$(now)" | cut -d. -f1)" -ge "$hang_limit" ]; then hang=1; break; fi
   sleep 0.05
 done
 gone=$(now)
@@ -67,7 +70,7 @@ rc=$?
 cat "$out" | tail -n 40
 echo "----"
 fail=0
-if [ "$hang" = 1 ]; then echo "FAIL: still running after 90 s (a hang)"; exit 1; fi
+if [ "$hang" = 1 ]; then echo "FAIL: still running after $hang_limit s (a hang)"; exit 1; fi
 [ -n "$seen" ] || seen=$start
 took=$(elapsed "$seen" "$gone")
 echo "exit code $rc; every process gone $took s after the message ($(elapsed "$start" "$gone") s in all)"
