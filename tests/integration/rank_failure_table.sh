@@ -4,7 +4,7 @@
 # in BIN_DIR (gradwire_train, gw_mpiexec, rank_failure_main), each through rank_failure.sh, and
 # prints one Markdown row per reproduction: its exit code and the seconds from the start until
 # every process of the job was gone, or "hang" when it was still running after HANG_SECONDS
-# (default 30). For the before/after figures of docs/RELIABILITY.md:
+# (default 30). See docs/RELIABILITY.md:
 #   tests/integration/rank_failure_table.sh build/bin
 set -u
 bin=$(cd "$1" && pwd); hang=${2:-30}
