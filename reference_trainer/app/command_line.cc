@@ -116,7 +116,9 @@ std::string agreed_options_canonical(const TrainerOptions& o) {
   // Every option that shapes the run's collectives or its result: a rank with another model,
   // batch size, data subset or step limit would issue other collectives (a hang), and one with
   // another learning rate or seed would train silently apart. The paths (data, report, saved
-  // parameters) may differ per rank; --no-progress only draws.
+  // parameters, checkpoints) may differ per rank, but whether a rank writes checkpoints or
+  // resumes must not (both are collective); --no-progress only draws. A resumed run must also
+  // match the run it continues, in all of these but a few (Note [Run identity]).
   std::string out;
   const auto line = [&out](const char* key, const std::string& value) {
     out += std::string(key) + "=" + value + "\n";
@@ -135,6 +137,9 @@ std::string agreed_options_canonical(const TrainerOptions& o) {
   line("--time-budget", exact(o.time_budget));
   line("--train-subset", std::to_string(o.train_subset));
   line("--test-subset", std::to_string(o.test_subset));
+  line("--checkpoint", o.checkpoint_path.empty() ? "off" : "on");
+  line("--checkpoint-every", std::to_string(o.checkpoint_every));
+  line("--resume", o.resume_path.empty() ? "off" : "on");
   return out;
 }
 

@@ -27,6 +27,11 @@ struct TrainerOptions {
   std::string save_params_path;  // empty: do not save final parameters
   std::string print_config;      // "", "table" or "markdown"
   bool progress = true;          // live progress bar on rank 0 when stdout is a terminal
+
+  // Checkpoints (docs/CHECKPOINT.md), per-rank paths (checkpoint_files.h, checkpoint_rank_path).
+  std::string checkpoint_path;        // empty: no checkpoints
+  std::int64_t checkpoint_every = 0;  // also every this many steps (0: at the end of the run only)
+  std::string resume_path;            // empty: start a new run
 };
 
 }  // namespace gw::trainer
