@@ -6,7 +6,8 @@
 // an error]), ends every rank of the job, so no rank waits forever in MPI_Init or in a collective.
 //
 // Exit codes: 0 done; 1 a runtime error; 2 bad input (command line, GRADWIRE_* value, data file,
-// output path, options that differ across ranks); 3 the training diverged (a non-finite loss).
+// output path, options that differ across ranks, a checkpoint that cannot be resumed); 3 the
+// training diverged (a non-finite loss).
 #include <cstdio>
 #include <exception>
 #include <iostream>
@@ -21,9 +22,12 @@
 #include "plugin/config/params.h"
 #include "plugin/config_check.h"
 #include "plugin/sync_settings.h"
+#include "reference_trainer/app/checkpoint.h"
+#include "reference_trainer/app/checkpoint_files.h"
 #include "reference_trainer/app/command_line.h"
 #include "reference_trainer/app/output_file.h"
 #include "reference_trainer/app/report.h"
+#include "reference_trainer/app/run_identity.h"
 #include "reference_trainer/app/trainer.h"
 #include "reference_trainer/data/data_error.h"
 
@@ -42,6 +46,10 @@ constexpr int kExitDiverged = 3;
 
 // The output files this rank will write, checked before training (output_file.h).
 void check_output_paths(const gw::trainer::TrainerOptions& options, int rank) {
+  if (!options.checkpoint_path.empty()) {  // every rank writes its own
+    gw::trainer::check_writable(gw::trainer::checkpoint_rank_path(options.checkpoint_path, rank),
+                                "--checkpoint");
+  }
   if (rank != 0) return;  // rank 0 writes the report and the parameters
   if (!options.report_path.empty()) gw::trainer::check_writable(options.report_path, "--report");
   if (!options.save_params_path.empty()) {
@@ -59,13 +67,30 @@ int run(const gw::trainer::TrainerOptions& options, const gw::config::Config& co
   // rank must be able to write what it will write, before the first step.
   gw::check_same_on_all_ranks(*comm, gw::trainer::agreed_options_canonical(options));
   gw::agree_on_startup_errors(*comm, [&] { check_output_paths(options, comm->rank()); });
+  // Resuming: every rank's checkpoint of the newest step they all have, checked against this run
+  // (Note [Checkpoint generations], Note [Run identity]); any failure ends every rank, exit 2.
+  std::optional<gw::trainer::CheckpointGeneration> resume;
+  if (!options.resume_path.empty()) {
+    resume = gw::trainer::agree_resume_point(
+        *comm, options.resume_path,
+        gw::trainer::run_identity(options, config, comm->size(), data.train.size(),
+                                  data.test.size()));
+    gw::trainer::check_left_to_train(*comm, options, resume->checkpoint);
+    if (comm->rank() == 0) {
+      std::printf("resuming from %s: step %lld (epoch %lld, step %llu of it)\n",
+                  resume->path.c_str(), static_cast<long long>(resume->checkpoint.steps),
+                  static_cast<long long>(resume->checkpoint.epoch),
+                  static_cast<unsigned long long>(resume->checkpoint.step_in_epoch));
+    }
+  }
   if (comm->rank() == 0 && config.get_string(gw::config::keys::kLogLevel) != "error" &&
       config.get_string(gw::config::keys::kLogLevel) != "warn") {
     std::printf("gradwire configuration (%d ranks):\n%s", comm->size(), config.table().c_str());
     std::printf("MPI: %s; collectives wait by %s\n", mpi_info.library.c_str(),
                 mpi_info.wait_reason.c_str());
   }
-  const gw::trainer::TrainResult result = gw::trainer::train(options, config, data, comm);
+  const gw::trainer::TrainResult result =
+      gw::trainer::train(options, config, data, comm, resume ? &resume->checkpoint : nullptr);
   if (comm->rank() == 0) {
     auto report = gw::trainer::make_report(options, config, result);
     report["mpi"] = {{"library", mpi_info.library},

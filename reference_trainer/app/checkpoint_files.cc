@@ -142,8 +142,8 @@ std::vector<CheckpointGeneration> read_generations(const std::string& rank_path,
   if (out.empty()) {
     throw CheckpointError(std::string(kResume) + ": no checkpoint at " + quoted(rank_path) +
                           " (nor " + quoted(previous_generation(rank_path)) +
-                          "); accepted: the path given to --checkpoint, whose file for rank " +
-                          std::to_string(rank) + " is that one");
+                          "); accepted: the path given to --checkpoint, from which each rank's "
+                          "file is named ({rank} replaced by the rank, else .rank<r> appended)");
   }
   return out;
 }

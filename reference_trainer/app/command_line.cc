@@ -86,6 +86,19 @@ std::optional<TrainerOptions> parse_command_line(int argc, char** argv, int* exi
   app.add_option("--report", o.report_path, "Write a JSON report here (rank 0)");
   app.add_option("--save-params", o.save_params_path,
                  "Write the final parameters here (rank 0; float32, for comparisons)");
+  app.add_option("--checkpoint", o.checkpoint_path,
+                 "Write a checkpoint here every --checkpoint-every steps and at the end of the "
+                 "run, one file per rank ({rank} in the path is replaced by the rank, else "
+                 ".rank<r> is appended); the one before is kept as <file>.prev "
+                 "(docs/CHECKPOINT.md)");
+  app.add_option("--checkpoint-every", o.checkpoint_every,
+                 "Also write the checkpoint every N steps (0: at the end of the run only)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--resume", o.resume_path,
+                 "Continue the run checkpointed at this path (named as for --checkpoint) from "
+                 "the newest step every rank has; only --epochs, --max-steps, --time-budget, "
+                 "--eval-every, --checkpoint-every and the paths may differ from that run");
   app.add_option("--print-config", o.print_config,
                  "Print every GRADWIRE_* parameter with its value and source, then exit")
       ->expected(0, 1)
@@ -104,6 +117,11 @@ std::optional<TrainerOptions> parse_command_line(int argc, char** argv, int* exi
   if (app.count("--print-config") > 0 && o.print_config.empty()) o.print_config = "table";
   if (o.nesterov && o.momentum == 0.0) {
     std::fprintf(stderr, "--nesterov needs --momentum greater than 0\n");
+    *exit_code = kExitUsage;
+    return std::nullopt;
+  }
+  if (o.checkpoint_every > 0 && o.checkpoint_path.empty()) {
+    std::fprintf(stderr, "--checkpoint-every needs --checkpoint PATH\n");
     *exit_code = kExitUsage;
     return std::nullopt;
   }

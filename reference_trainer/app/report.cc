@@ -202,6 +202,16 @@ nlohmann::json make_report(const TrainerOptions& options, const config::Config& 
       {"diverged", result.diverged ? nlohmann::json{{"after_steps", result.diverged_step},
                                                     {"message", result.diverged_message}}
                                    : nlohmann::json(nullptr)},
+      {"resumed_from",
+       result.resumed_from_step >= 0
+           ? nlohmann::json{{"step", result.resumed_from_step}, {"path", options.resume_path}}
+           : nlohmann::json(nullptr)},
+      {"checkpoints", options.checkpoint_path.empty()
+                          ? nlohmann::json(nullptr)
+                          : nlohmann::json{{"path", options.checkpoint_path},
+                                           {"every", options.checkpoint_every},
+                                           {"written", result.checkpoints_written},
+                                           {"last_step", result.last_checkpoint_step}}},
       {"history", history},
       {"history_is",
        "every evaluation in order (--eval-every inside epochs, and each epoch's end): steps done, "
@@ -249,6 +259,12 @@ std::string summary_text(const nlohmann::json& r) {
                 r["wall_seconds"].get<double>(),
                 static_cast<long long>(r["steps"].get<std::int64_t>()), r["world_size"].get<int>());
   out << line;
+  if (r.contains("resumed_from") && !r["resumed_from"].is_null()) {
+    std::snprintf(line, sizeof line, "%-28s step %lld (figures cover the whole run)\n",
+                  "resumed from",
+                  static_cast<long long>(r["resumed_from"]["step"].get<std::int64_t>()));
+    out << line;
+  }
   std::snprintf(line, sizeof line, "%-28s %.0f\n", "samples/s (training)",
                 r["samples_per_second"].get<double>());
   out << line;

@@ -4,9 +4,14 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <sstream>
 
+#include "plugin/config_check.h"
 #include "plugin/distributed_optimizer.h"
+#include "reference_trainer/app/checkpoint.h"
+#include "reference_trainer/app/checkpoint_files.h"
 #include "reference_trainer/app/progress.h"
+#include "reference_trainer/app/run_identity.h"
 #include "reference_trainer/data/sharder.h"
 #include "reference_trainer/nn/make_model.h"
 #include "reference_trainer/optim/adam.h"
@@ -124,9 +129,9 @@ std::vector<std::int64_t> gather_fields(const std::int64_t* mine, std::size_t co
   return all;
 }
 
-std::vector<TrafficCounters> gather_traffic(CountingCommunicator& comm) {
-  // Snapshot first: the gather itself is not part of the run's traffic.
-  const TrafficCounters mine = comm.counters();
+// `mine`: this rank's run counters, taken before the gather (which is not part of the run's
+// traffic).
+std::vector<TrafficCounters> gather_traffic(const TrafficCounters& mine, Communicator& comm) {
   constexpr std::size_t kFields = 3 * kNumTrafficKinds;
   std::int64_t send[kFields];
   for (int k = 0; k < kNumTrafficKinds; ++k) {
@@ -161,10 +166,109 @@ std::vector<CompressionStats> gather_compression(const CompressionStats& mine, C
   return out;
 }
 
+TrafficCounters operator+(TrafficCounters a, const TrafficCounters& b) {
+  for (int k = 0; k < kNumTrafficKinds; ++k) {
+    a.kinds[k].sent_bytes += b.kinds[k].sent_bytes;
+    a.kinds[k].received_bytes += b.kinds[k].received_bytes;
+    a.kinds[k].calls += b.kinds[k].calls;
+  }
+  return a;
+}
+
+TrafficCounters operator-(TrafficCounters a, const TrafficCounters& b) {
+  for (int k = 0; k < kNumTrafficKinds; ++k) {
+    a.kinds[k].sent_bytes -= b.kinds[k].sent_bytes;
+    a.kinds[k].received_bytes -= b.kinds[k].received_bytes;
+    a.kinds[k].calls -= b.kinds[k].calls;
+  }
+  return a;
+}
+
+// This rank's traffic of the run: the communicator's counters, continued from a checkpoint's
+// after a resume, without what only a stopped-and-resumed run sends (its start-up and the resume
+// agreement) and without the checkpoint writes (See Note [Checkpoint figures]). A run that
+// neither resumes nor checkpoints counts exactly what the communicator counts.
+class RunTraffic {
+ public:
+  explicit RunTraffic(const CountingCommunicator& comm) : comm_(comm) {}
+  TrafficCounters now() const { return base_ + comm_.counters() - left_out_; }
+  // Continues from `saved`, leaving out everything this process has sent so far.
+  void resume_from(const TrafficCounters& saved) {
+    base_ = saved;
+    left_out_ = comm_.counters();
+  }
+  // Runs `f`, leaving its traffic out.
+  template <typename F>
+  void without(F&& f) {
+    const TrafficCounters before = comm_.counters();
+    f();
+    left_out_ = left_out_ + (comm_.counters() - before);
+  }
+
+ private:
+  const CountingCommunicator& comm_;
+  TrafficCounters base_, left_out_;
+};
+
+// The sync policy's and the compressor's figures of the whole run: a checkpoint's, then this
+// process's (DistributedOptimizer::load_state starts them from zero).
+SyncStats merged(const SyncStats& before, const SyncStats& mine) {
+  SyncStats out = before;
+  out.policy = mine.policy;
+  out.gradient_exchanges += mine.gradient_exchanges;
+  out.parameter_exchanges += mine.parameter_exchanges;
+  out.state_exchanges += mine.state_exchanges;
+  out.points.insert(out.points.end(), mine.points.begin(), mine.points.end());
+  return out;
+}
+
+CompressionStats merged(const CompressionStats& before, const CompressionStats& mine) {
+  CompressionStats out = mine;
+  out.steps_after_warmup += before.steps_after_warmup;
+  out.gradient_bytes_after_warmup += before.gradient_bytes_after_warmup;
+  out.sparse_exchanges += before.sparse_exchanges;
+  out.dense_fallbacks += before.dense_fallbacks;
+  return out;
+}
+
+// Puts this rank's parameters and optimizer state back as `c` holds them.
+void restore(const Checkpoint& c, Model& model, DistributedOptimizer& optimizer,
+             std::size_t steps_per_epoch) {
+  const auto mismatch = [](const std::string& what) { throw CheckpointError("--resume: " + what); };
+  if (c.steps_per_epoch != steps_per_epoch) {
+    mismatch("the checkpoint has " + std::to_string(c.steps_per_epoch) +
+             " steps per epoch, this run " + std::to_string(steps_per_epoch));
+  }
+  if (c.parameters.size() != model.num_parameters()) {
+    mismatch("the checkpoint holds " + std::to_string(c.parameters.size()) +
+             " parameters, this model has " + std::to_string(model.num_parameters()));
+  }
+  std::size_t at = 0;
+  for (const auto& p : model.parameters()) {
+    std::copy(c.parameters.begin() + static_cast<std::ptrdiff_t>(at),
+              c.parameters.begin() + static_cast<std::ptrdiff_t>(at + p.numel), p.value);
+    at += p.numel;
+  }
+  std::istringstream in(c.optimizer_state);
+  try {
+    optimizer.load_state(in);
+  } catch (const std::exception& e) {
+    mismatch(std::string("the optimizer state: ") + e.what());
+  }
+  if (in.peek() != std::char_traits<char>::eof()) {
+    mismatch("the optimizer state has bytes after its end");
+  }
+  if (optimizer.steps() != c.steps) {
+    mismatch("the optimizer state is at step " + std::to_string(optimizer.steps()) +
+             ", the checkpoint at step " + std::to_string(c.steps));
+  }
+}
+
 }  // namespace
 
 TrainResult train(const TrainerOptions& options, const config::Config& config,
-                  const FashionMnist& data, std::shared_ptr<CountingCommunicator> comm) {
+                  const FashionMnist& data, std::shared_ptr<CountingCommunicator> comm,
+                  const Checkpoint* resume) {
   const int world = comm->size(), rank = comm->rank();
   const bool is_root = rank == 0;
 
@@ -203,14 +307,36 @@ TrainResult train(const TrainerOptions& options, const config::Config& config,
   };
   ProgressBar progress(is_root && options.progress);
 
-  const double run_start = synchronized_now(*comm);
+  // Resuming: the model and optimizer as the checkpoint has them (a failure on any rank stops
+  // every rank, exit code 2), and the figures so far (Note [Checkpoint figures]).
+  RunTraffic traffic(*comm);
+  if (resume != nullptr) {
+    agree_on_startup_errors(*comm, [&] { restore(*resume, *model, optimizer, steps_per_epoch); });
+    result.steps = resume->steps;
+    result.epochs = resume->figures.epochs;
+    result.history = resume->figures.history;
+    result.samples = resume->figures.samples;
+    result.train_seconds = resume->figures.train_seconds;
+    result.resumed_from_step = resume->steps;
+    traffic.resume_from(resume->figures.traffic);
+  }
+  const SyncStats sync_before = resume != nullptr ? resume->figures.sync : SyncStats{};
+  const CompressionStats compression_before =
+      resume != nullptr ? resume->figures.compression : CompressionStats{};
+  const std::string checkpoint_file =
+      options.checkpoint_path.empty() ? "" : checkpoint_rank_path(options.checkpoint_path, rank);
+  const std::string identity =
+      run_identity(options, config, world, data.train.size(), data.test.size());
+
+  const double run_start =
+      synchronized_now(*comm) - (resume != nullptr ? resume->figures.wall_seconds : 0.0);
   const auto reached_max_steps = [&] {
     return options.max_steps > 0 && result.steps >= options.max_steps;
   };
   const bool ranks_in_step = optimizer.sync_policy().mode() == sync_policies::SyncMode::kEveryStep;
   // Records one evaluation point: `trained` seconds of training so far, at wall time `now`.
   const auto record = [&](const Evaluation& eval, double trained, double now) {
-    const TrafficCounters c = comm->counters();
+    const TrafficCounters c = traffic.now();
     EvalPoint p;
     p.step = result.steps;
     p.epoch = static_cast<double>(result.steps) / static_cast<double>(steps_per_epoch);
@@ -225,16 +351,78 @@ TrainResult train(const TrainerOptions& options, const config::Config& config,
   const auto over_budget = [&](double trained) {
     return options.time_budget > 0 && trained >= options.time_budget;
   };
+  // Note [When a checkpoint is taken]
+  // A checkpoint holds the state from which a straight run takes its next step, so that a run
+  // resumed from it continues exactly as the straight one (bit for bit). Two places differ:
+  // - Inside an epoch (every --checkpoint-every steps, or where --max-steps or --time-budget ends
+  //   the run), it is written after the step and any evaluation (which leaves the training as it
+  //   was, Note [Evaluation points]), and before the end-of-run evaluation: under local SGD that
+  //   averages the parameters (synchronize_parameters), which a straight run going on past this
+  //   step does not do.
+  // - At an epoch's end, it is written after the epoch's averaging and evaluation, which a
+  //   straight run does too, with the position at the next epoch's first step.
+  // A diverged run writes no checkpoint at its end: the last one before is the one to go back to.
+  // The time a write takes is left out of the training time, as an evaluation's is.
+  // Writes the checkpoint before step `next_step` of `epoch` (steps_per_epoch: at its end), with
+  // the epoch's figures so far, at synchronized time `now`.
+  const auto write_checkpoint_now = [&](int epoch, std::size_t next_step, double epoch_loss_sum,
+                                        const TrafficCounters& epoch_traffic_start,
+                                        double epoch_train, double now, double epoch_start) {
+    const bool at_end = next_step == steps_per_epoch;
+    Checkpoint c;
+    c.rank = static_cast<std::uint32_t>(rank);
+    c.world_size = static_cast<std::uint32_t>(world);
+    c.steps = result.steps;
+    c.epoch = at_end ? epoch + 1 : epoch;
+    c.step_in_epoch = at_end ? 0 : next_step;
+    c.steps_per_epoch = steps_per_epoch;
+    c.identity = identity;
+    c.parameters.reserve(model->num_parameters());
+    for (const auto& p : model->parameters()) {
+      c.parameters.insert(c.parameters.end(), p.value, p.value + p.numel);
+    }
+    std::ostringstream state;
+    optimizer.save_state(state);
+    c.optimizer_state = state.str();
+    RunFigures& f = c.figures;
+    f.epoch_loss_sum = at_end ? 0.0 : epoch_loss_sum;
+    f.samples = result.samples;
+    f.traffic = traffic.now();
+    f.epoch_traffic_start = epoch_traffic_start;
+    f.epochs = result.epochs;
+    f.history = result.history;
+    f.sync = merged(sync_before, optimizer.sync_stats());
+    f.compression = merged(compression_before, optimizer.compression_stats());
+    f.wall_seconds = now - run_start;
+    f.train_seconds = result.train_seconds;
+    f.epoch_train_seconds = at_end ? 0.0 : epoch_train;
+    f.epoch_wall_seconds = at_end ? 0.0 : now - epoch_start;
+    traffic.without([&] { write_checkpoint(*comm, checkpoint_file, serialize_checkpoint(c)); });
+    result.last_checkpoint_step = result.steps;
+    ++result.checkpoints_written;
+  };
   bool stop = false;
-  for (int epoch = 1; epoch <= options.epochs && !reached_max_steps() && !stop; ++epoch) {
+  const int first_epoch = resume != nullptr ? static_cast<int>(resume->epoch) : 1;
+  for (int epoch = first_epoch; epoch <= options.epochs && !reached_max_steps() && !stop; ++epoch) {
+    // A resumed run goes on inside the epoch it was saved in, with its figures so far.
+    const bool continued = resume != nullptr && epoch == first_epoch;
     EpochResult e;
     e.epoch = epoch;
-    const TrafficCounters before = comm->counters();
-    const double epoch_start = synchronized_now(*comm);
-    double segment_start = epoch_start, epoch_train = 0;
-    double loss_sum = 0;
-    std::size_t steps_done = 0;
-    for (std::size_t step = 0; step < steps_per_epoch; ++step) {
+    const TrafficCounters before = continued ? resume->figures.epoch_traffic_start : traffic.now();
+    const double resumed_at = synchronized_now(*comm);
+    const double epoch_start = resumed_at - (continued ? resume->figures.epoch_wall_seconds : 0);
+    double segment_start = resumed_at;
+    double epoch_train = continued ? resume->figures.epoch_train_seconds : 0;
+    double loss_sum = continued ? resume->figures.epoch_loss_sum : 0;
+    std::size_t steps_done = continued ? static_cast<std::size_t>(resume->step_in_epoch) : 0;
+    // Pauses the training clock around a checkpoint written inside the epoch.
+    const auto checkpoint_inside_epoch = [&] {
+      const double pause = synchronized_now(*comm);
+      epoch_train += pause - segment_start;
+      write_checkpoint_now(epoch, steps_done, loss_sum, before, epoch_train, pause, epoch_start);
+      segment_start = synchronized_now(*comm);
+    };
+    for (std::size_t step = steps_done; step < steps_per_epoch; ++step) {
       if (reached_max_steps()) break;
       sharder.batch(static_cast<std::uint64_t>(epoch - 1), step, indices);
       gather(data.train, indices, images, labels);
@@ -281,8 +469,18 @@ TrainResult train(const TrainerOptions& options, const config::Config& config,
           break;
         }
       }
+      if (!checkpoint_file.empty() && options.checkpoint_every > 0 &&
+          result.steps % options.checkpoint_every == 0 && steps_done < steps_per_epoch) {
+        checkpoint_inside_epoch();
+      }
     }
     progress.finish();
+    const bool epoch_done = steps_done == steps_per_epoch;
+    // The run ends inside this epoch (Note [When a checkpoint is taken]).
+    if (!checkpoint_file.empty() && !epoch_done && !result.diverged &&
+        result.last_checkpoint_step != result.steps) {
+      checkpoint_inside_epoch();
+    }
     // Under local SGD, evaluate the average model (a no-op when the ranks are in step).
     optimizer.synchronize_parameters();
     const double train_end = synchronized_now(*comm);
@@ -305,7 +503,7 @@ TrainResult train(const TrainerOptions& options, const config::Config& config,
     e.train_seconds = epoch_train;
     e.wall_seconds = epoch_end - epoch_start;
     e.samples = static_cast<std::uint64_t>(steps_done) * sharder.global_batch();
-    const TrafficCounters after = comm->counters();
+    const TrafficCounters after = traffic.now();
     e.gradient_bytes_sent =
         after[TrafficKind::kGradient].sent_bytes - before[TrafficKind::kGradient].sent_bytes;
     e.parameter_bytes_sent =
@@ -323,13 +521,22 @@ TrainResult train(const TrainerOptions& options, const config::Config& config,
           static_cast<double>(e.parameter_bytes_sent) / 1e6, e.wall_seconds);
       std::fflush(stdout);
     }
+    if (!checkpoint_file.empty() && epoch_done && !result.diverged) {
+      const bool due = options.checkpoint_every > 0 && result.steps % options.checkpoint_every == 0;
+      const bool last = stop || reached_max_steps() || epoch == options.epochs;
+      if (due || last) {
+        write_checkpoint_now(epoch, steps_per_epoch, 0.0, traffic.now(), 0.0,
+                             synchronized_now(*comm), 0.0);
+      }
+    }
   }
   result.wall_seconds = synchronized_now(*comm) - run_start;
   result.final_test_accuracy = result.epochs.empty() ? 0.0 : result.epochs.back().test_accuracy;
   result.stopped_by_time_budget = stop && !result.diverged;
-  result.traffic_per_rank = gather_traffic(*comm);
-  result.compression_per_rank = gather_compression(optimizer.compression_stats(), *comm);
-  result.sync = optimizer.sync_stats();
+  result.traffic_per_rank = gather_traffic(traffic.now(), *comm);
+  result.compression_per_rank =
+      gather_compression(merged(compression_before, optimizer.compression_stats()), *comm);
+  result.sync = merged(sync_before, optimizer.sync_stats());
   if (const amp::LossScaler* scaler = optimizer.loss_scaler()) {
     result.amp.enabled = true;
     result.amp.allow = amp.ops.ops_in(amp::OpList::kAllow);

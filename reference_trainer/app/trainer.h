@@ -74,13 +74,23 @@ struct TrainResult {
   SyncStats sync;  // the same on every rank
   AmpResult amp;
   std::vector<float> final_parameters;                 // rank 0's, in registration order
+  // Checkpoints (docs/CHECKPOINT.md): the step this run resumed from (-1: a new run), and the
+  // checkpoints this process wrote and the step of the last one (-1: none).
+  std::int64_t resumed_from_step = -1;
+  std::int64_t checkpoints_written = 0;
+  std::int64_t last_checkpoint_step = -1;
 };
+
+struct Checkpoint;  // checkpoint.h
 
 // The inner optimizer the options name (sgd or adam), before gradwire wraps it.
 std::unique_ptr<Optimizer> make_optimizer(const TrainerOptions& options);
 
-// Runs the whole training on every rank of `comm`. Collective.
+// Runs the whole training on every rank of `comm`, or the rest of it from `resume`, this rank's
+// checkpoint of the step the ranks agreed on (checkpoint_files.h, agree_resume_point). Writes
+// checkpoints as options.checkpoint_path and checkpoint_every say. Collective.
 TrainResult train(const TrainerOptions& options, const config::Config& config,
-                  const FashionMnist& data, std::shared_ptr<CountingCommunicator> comm);
+                  const FashionMnist& data, std::shared_ptr<CountingCommunicator> comm,
+                  const Checkpoint* resume = nullptr);
 
 }  // namespace gw::trainer
