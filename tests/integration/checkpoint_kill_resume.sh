@@ -8,9 +8,29 @@ set -u
 bin=$1; mpiexec=$2
 work=$(mktemp -d)
 sid=""
+job=()
+# The job's processes: the launcher's session, and every descendant of the launcher (MPICH's
+# Hydra starts each rank in a session of its own).
+job_processes() {
+  local all found=("$sid") grew=1
+  all=$(ps -eo pid=,ppid=)
+  while [ "$grew" -eq 1 ]; do
+    grew=0
+    while read -r pid ppid; do
+      if [[ " ${found[*]} " == *" $ppid "* && " ${found[*]} " != *" $pid "* ]]; then
+        found+=("$pid"); grew=1
+      fi
+    done <<< "$all"
+  done
+  printf '%s\n' "${found[@]}" $(pgrep -s "$sid") | sort -u
+}
+alive() {  # the pids among "$@" that still run
+  local pid
+  for pid in "$@"; do kill -0 "$pid" 2> /dev/null && echo "$pid"; done
+}
 cleanup() {
-  # A job that outlived the test's checks is ended here, all of it (its own process group).
-  if [ -n "$sid" ] && pgrep -s "$sid" > /dev/null; then kill -KILL -- "-$sid" 2> /dev/null; fi
+  # A job that outlived the test's checks is ended here, all of it.
+  if [ ${#job[@]} -gt 0 ]; then kill -KILL $(alive "${job[@]}") 2> /dev/null; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -22,8 +42,7 @@ run=("$bin/gradwire_train" --model mlp --epochs 3 --batch-size 32 --seed 9 --tra
   || { tail -n 30 "$work/straight.log"; echo "FAIL: the straight run"; exit 1; }
 
 # The launcher in a session of its own (setsid: a background job of this non-interactive shell is
-# not a process group leader, so setsid execs in place and $! is the session's id): every process
-# it starts stays in that session, whatever the MPI.
+# not a process group leader, so setsid execs in place and $! is the session's id).
 setsid "$mpiexec" -n 4 "${run[@]}" --checkpoint "$work/ck" --checkpoint-every 2 \
   > "$work/killed.log" 2>&1 &
 sid=$!
@@ -34,9 +53,10 @@ for _ in $(seq 600); do
   sleep 0.05
 done
 [ -e "$work/ck.rank1.prev" ] || { tail -n 30 "$work/killed.log"; echo "FAIL: no checkpoint"; exit 1; }
-# Rank 1: the process of the session whose launcher-given rank is 1 (Open MPI, or PMI's).
+# Rank 1: the process of the job whose launcher-given rank is 1 (Open MPI, or PMI's).
+mapfile -t job < <(job_processes)
 rank1=""
-for pid in $(pgrep -s "$sid"); do
+for pid in "${job[@]}"; do
   if tr '\0' '\n' < "/proc/$pid/environ" 2> /dev/null \
       | grep -Eqx 'OMPI_COMM_WORLD_RANK=1|PMI_RANK=1'; then
     rank1=$pid; break
@@ -47,15 +67,15 @@ kill -KILL "$rank1"
 killed_at=$(date +%s.%N)
 gone=""
 for _ in $(seq 200); do
-  if ! pgrep -s "$sid" > /dev/null; then gone=$(date +%s.%N); break; fi
+  if [ -z "$(alive "${job[@]}")" ]; then gone=$(date +%s.%N); break; fi
   sleep 0.05
 done
-wait "$sid"; rc=$?
 if [ -z "$gone" ]; then
   echo "FAIL: processes of the job still running 10 s after rank 1 was killed:"
-  pgrep -a -s "$sid"; exit 1
+  ps -o pid,cmd -p "$(alive "${job[@]}" | paste -sd,)"; exit 1
 fi
-echo "every process of the job gone $(awk -v a="$gone" -v b="$killed_at" 'BEGIN { printf "%.2f", a - b }') s" \
+wait "$sid"; rc=$?
+echo "all ${#job[@]} processes of the job gone $(awk -v a="$gone" -v b="$killed_at" 'BEGIN { printf "%.2f", a - b }') s" \
   "after the kill (launcher exit code $rc)"
 [ "$rc" -ne 0 ] || { echo "FAIL: the killed job exited 0"; exit 1; }
 ls "$work" | grep '^ck'
