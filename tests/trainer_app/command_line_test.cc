@@ -3,7 +3,6 @@
 
 #include <gtest/gtest.h>
 
-#include <set>
 #include <string>
 #include <vector>
 
@@ -43,52 +42,65 @@ TEST(CommandLine, EveryBadCommandLineIsExitCodeTwoAndHelpIsZero) {
   ASSERT_TRUE(parse({"--lr", "0.1", "--time-budget", "1e3"}, &code).has_value());
 }
 
+// The one line in which `a` and `b` differ (they must have the same number of lines), or "" when
+// they differ in no line or in more than one.
+std::string the_differing_line(const std::string& a, const std::string& b) {
+  std::string line;
+  int differing = 0;
+  std::size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    const std::size_t ei = a.find('\n', i), ej = b.find('\n', j);
+    if (a.compare(i, ei - i, b, j, ej - j) != 0) {
+      ++differing;
+      line = b.substr(j, ej - j);
+    }
+    i = ei + 1;
+    j = ej + 1;
+  }
+  return differing == 1 && i == a.size() && j == b.size() ? line : "";
+}
+
 // Note [Options that must agree across ranks]: one line per option, and a change to any of them
 // changes exactly its own line.
 TEST(CommandLine, EachAgreedOptionHasItsOwnLine) {
-  const std::vector<std::vector<std::string>> changes = {{"--model", "cnn"},
-                                                         {"--optimizer", "adam"},
-                                                         {"--epochs", "2"},
-                                                         {"--batch-size", "16"},
-                                                         {"--lr", "0.1"},
-                                                         {"--momentum", "0.5"},
-                                                         {"--nesterov"},
-                                                         {"--weight-decay", "0.001"},
-                                                         {"--seed", "7"},
-                                                         {"--max-steps", "3"},
-                                                         {"--eval-every", "5"},
-                                                         {"--time-budget", "100"},
-                                                         {"--train-subset", "1000"},
-                                                         {"--test-subset", "500"}};
+  struct Case {
+    std::vector<std::string> base, changed;
+    std::string option;
+  };
+  const std::vector<Case> cases = {{{}, {"--model", "cnn"}, "--model"},
+                                   {{}, {"--optimizer", "adam"}, "--optimizer"},
+                                   {{}, {"--epochs", "2"}, "--epochs"},
+                                   {{}, {"--batch-size", "16"}, "--batch-size"},
+                                   {{}, {"--lr", "0.1"}, "--lr"},
+                                   {{}, {"--momentum", "0.5"}, "--momentum"},
+                                   {{}, {"--nesterov"}, "--nesterov"},
+                                   {{}, {"--weight-decay", "0.001"}, "--weight-decay"},
+                                   {{}, {"--seed", "7"}, "--seed"},
+                                   {{}, {"--max-steps", "3"}, "--max-steps"},
+                                   {{}, {"--eval-every", "5"}, "--eval-every"},
+                                   {{}, {"--time-budget", "100"}, "--time-budget"},
+                                   {{}, {"--train-subset", "1000"}, "--train-subset"},
+                                   {{}, {"--test-subset", "500"}, "--test-subset"},
+                                   {{}, {"--checkpoint", "/tmp/c"}, "--checkpoint"},
+                                   {{"--checkpoint", "/tmp/c"},
+                                    {"--checkpoint", "/tmp/c", "--checkpoint-every", "5"},
+                                    "--checkpoint-every"}};
   int code = 0;
-  const std::string base = agreed_options_canonical(*parse({}, &code));
-  std::set<std::string> changed_keys;
-  for (const auto& change : changes) {
-    const std::string text = agreed_options_canonical(*parse(change, &code));
-    ASSERT_NE(text, base) << change[0];
-    // The one line that differs starts with the option's name.
-    std::size_t differing = 0;
-    std::size_t a = 0, b = 0;
-    while (a < base.size() && b < text.size()) {
-      const std::size_t ea = base.find('\n', a), eb = text.find('\n', b);
-      const std::string la = base.substr(a, ea - a), lb = text.substr(b, eb - b);
-      if (la != lb) {
-        ++differing;
-        EXPECT_EQ(lb.rfind(change[0] + "=", 0), 0u) << lb;
-      }
-      a = ea + 1;
-      b = eb + 1;
-    }
-    EXPECT_EQ(differing, 1u) << change[0];
-    changed_keys.insert(change[0]);
+  for (const Case& c : cases) {
+    const std::string base = agreed_options_canonical(*parse(c.base, &code));
+    const std::string changed = agreed_options_canonical(*parse(c.changed, &code));
+    const std::string line = the_differing_line(base, changed);
+    EXPECT_EQ(line.rfind(c.option + "=", 0), 0u) << c.option << ": '" << line << "'";
   }
-  EXPECT_EQ(changed_keys.size(), changes.size());
+  const std::string base = agreed_options_canonical(*parse({}, &code));
   // Exact values: the shortest text that reads back as the same double.
   EXPECT_NE(base.find("--lr=0.05\n"), std::string::npos) << base;
   // Paths and display flags may differ across ranks.
   EXPECT_EQ(agreed_options_canonical(*parse(
                 {"--report", "/tmp/x.json", "--no-progress", "--data-dir", "/elsewhere"}, &code)),
             base);
+  EXPECT_EQ(agreed_options_canonical(*parse({"--checkpoint", "/a/{rank}"}, &code)),
+            agreed_options_canonical(*parse({"--checkpoint", "/b/c"}, &code)));
 }
 
 }  // namespace
