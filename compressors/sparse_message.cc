@@ -59,9 +59,15 @@ void check_message_sizes(const BucketView& bucket, const ExchangePlan& plan,
   }
 }
 
+void SentIndices::reserve(std::size_t numel) {
+  const std::size_t words = (numel + 63) / 64;
+  if (bits_.size() < words) bits_.resize(words, 0);
+}
+
 void validate_sparse_messages(const BucketView& bucket, const ExchangePlan& plan,
                               const std::uint32_t* words,
-                              const std::vector<std::size_t>& words_per_rank) {
+                              const std::vector<std::size_t>& words_per_rank, SentIndices& sent) {
+  for (std::size_t pos : plan.sparse) sent.reserve(bucket.tensors[pos].numel);
   std::size_t offset = 0;
   for (std::size_t r = 0; r < words_per_rank.size(); ++r) {
     const int rank = static_cast<int>(r);
@@ -87,15 +93,32 @@ void validate_sparse_messages(const BucketView& bucket, const ExchangePlan& plan
                "tensor " + std::to_string(t.parameter) + " announces " + std::to_string(count) +
                    " pairs but only " + std::to_string((size - at) / 2) + " follow");
       }
+      const std::uint32_t* pairs = msg + at;
+      // Clears what this tensor's pairs marked, so `sent` is clear for the next one (or call).
+      const auto unmark_first = [&](std::size_t n) {
+        for (std::size_t i = 0; i < n; ++i) sent.unmark(pairs[2 * i]);
+      };
       for (std::size_t i = 0; i < count; ++i) {
-        const std::uint32_t index = msg[at + 2 * i];
+        const std::uint32_t index = pairs[2 * i];
         if (index >= t.numel) {
+          unmark_first(i);
           reject(rank, bucket,
                  "tensor " + std::to_string(t.parameter) + " pair " + std::to_string(i) +
                      " has index " + std::to_string(index) + ", outside [0, " +
                      std::to_string(t.numel) + ")");
         }
+        if (!sent.mark(index)) {
+          // Summing it twice would add that element's value twice; name where it first came.
+          std::size_t first = 0;
+          while (pairs[2 * first] != index) ++first;
+          unmark_first(i);
+          reject(rank, bucket,
+                 "tensor " + std::to_string(t.parameter) + " pairs " + std::to_string(first) +
+                     " and " + std::to_string(i) + " both have index " + std::to_string(index) +
+                     "; a rank sends each index at most once per tensor");
+        }
       }
+      unmark_first(count);
       at += 2 * count;
     }
     if (at != size) {

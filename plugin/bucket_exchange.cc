@@ -49,7 +49,8 @@ const compressors::ExchangePlan& BucketExchange::run(Communicator& comm,
     if (received_.size() < total) received_.resize(total);
     comm.allgatherv(sparse_.words().data(), sparse_.words().size(), received_.data(),
                     words_per_rank_, DataType::kInt32, kind);
-    compressors::validate_sparse_messages(bucket, plan, received_.data(), words_per_rank_);
+    compressors::validate_sparse_messages(bucket, plan, received_.data(), words_per_rank_,
+                                          sent_indices_);
   }
   if (times) times->exchanged = std::chrono::steady_clock::now();
   compressors::decode_dense(bucket, plan, payload);

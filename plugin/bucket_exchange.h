@@ -42,6 +42,7 @@ class BucketExchange {
   std::vector<std::int64_t> sizes_;
   std::vector<std::size_t> ones_;
   std::vector<std::size_t> words_per_rank_;
+  compressors::SentIndices sent_indices_;
 };
 
 }  // namespace gw

@@ -72,7 +72,8 @@ inline void combine(const std::vector<Encoded>& ranks, const BucketView& bucket)
   reduced.dense_count = dense.size();
   decode_dense(bucket, plan, reduced);
   if (!plan.sparse.empty()) {
-    validate_sparse_messages(bucket, plan, words.data(), sizes);
+    SentIndices sent;
+    validate_sparse_messages(bucket, plan, words.data(), sizes, sent);
     accumulate_sparse_messages(bucket, plan, words.data(), sizes);
   }
 }

@@ -49,7 +49,8 @@ TEST(SparseMessage, WriterLayoutAndExactSumOverRanks) {
   words.insert(words.end(), b.words().begin(), b.words().end());
   const std::vector<std::size_t> sizes = {a.words().size(), b.words().size()};
   std::fill(c.storage.begin(), c.storage.end(), 7.0f);  // the dense tensor stays untouched
-  validate_sparse_messages(c.bucket, c.plan, words.data(), sizes);
+  SentIndices sent;
+  validate_sparse_messages(c.bucket, c.plan, words.data(), sizes, sent);
   accumulate_sparse_messages(c.bucket, c.plan, words.data(), sizes);
   const std::vector<float> expected = {7,  7, 7,                          // dense
                                        0,  0, 0,  0, 0, 0,  0, 0, 0, 18,  // 9 + 9
@@ -68,7 +69,8 @@ void expect_rejected(const std::vector<std::uint32_t>& bad, const std::string& f
   words.insert(words.end(), bad.begin(), bad.end());
   const std::vector<std::size_t> sizes = {good.size(), bad.size()};
   try {
-    validate_sparse_messages(c.bucket, c.plan, words.data(), sizes);
+    SentIndices sent;
+    validate_sparse_messages(c.bucket, c.plan, words.data(), sizes, sent);
     FAIL() << "accepted a malformed message";
   } catch (const PayloadError& e) {
     const std::string what = e.what();
@@ -82,6 +84,39 @@ TEST(SparseMessage, RejectsAnIndexOutOfRange) {
   expect_rejected({1, 10, bits(1.0f), 0}, "index 10, outside [0, 10)");
   expect_rejected({0, 1, 6, bits(1.0f)}, "index 6, outside [0, 6)");
   expect_rejected({1, 0xFFFFFFFFu, bits(1.0f), 0}, "outside [0, 10)");
+}
+
+// Regression (fuzz_sparse_message): an index sent twice for one tensor was accepted and its
+// value added twice.
+TEST(SparseMessage, RejectsAnIndexSentTwiceForOneTensor) {
+  expect_rejected({2, 4, bits(1.0f), 4, bits(2.0f), 0}, "tensor 1 pairs 0 and 1 both have index 4");
+  expect_rejected({0, 3, 5, bits(1.0f), 2, bits(1.0f), 5, bits(1.0f)},
+                  "tensor 2 pairs 0 and 2 both have index 5");
+  expect_rejected({0, 3, 0, bits(1.0f), 0, bits(1.0f), 0, bits(1.0f)},
+                  "tensor 2 pairs 0 and 1 both have index 0");
+}
+
+// An index may come once per tensor from each rank: in another tensor or from another rank it is
+// not a repeat. And a rejection leaves the scratch clear for the next call.
+TEST(SparseMessage, AnIndexRepeatsAcrossTensorsAndRanksAndTheScratchIsReusable) {
+  TwoTensorCase c;
+  const std::vector<std::uint32_t> rank0 = {1, 4, bits(1.0f), 1, 4, bits(2.0f)};
+  const std::vector<std::uint32_t> rank1 = {2, 5, bits(0.5f), 4, bits(4.0f), 1, 4, bits(8.0f)};
+  const std::vector<std::uint32_t> repeat = {2, 4, bits(1.0f), 4, bits(1.0f), 0};
+  SentIndices sent;
+  std::vector<std::uint32_t> words = rank0;
+  words.insert(words.end(), repeat.begin(), repeat.end());
+  EXPECT_THROW(
+      validate_sparse_messages(c.bucket, c.plan, words.data(), {rank0.size(), repeat.size()}, sent),
+      PayloadError);
+  words = rank0;
+  words.insert(words.end(), rank1.begin(), rank1.end());
+  const std::vector<std::size_t> sizes = {rank0.size(), rank1.size()};
+  validate_sparse_messages(c.bucket, c.plan, words.data(), sizes, sent);
+  accumulate_sparse_messages(c.bucket, c.plan, words.data(), sizes);
+  EXPECT_EQ(c.storage[3 + 4], 1.0f + 4.0f);       // tensor 1, index 4: ranks 0 and 1
+  EXPECT_EQ(c.storage[3 + 5], 0.5f);              // tensor 1, index 5: rank 1
+  EXPECT_EQ(c.storage[3 + 10 + 4], 2.0f + 8.0f);  // tensor 2, index 4: ranks 0 and 1
 }
 
 TEST(SparseMessage, RejectsCountsThatDoNotMatchTheMessage) {

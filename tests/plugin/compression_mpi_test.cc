@@ -125,11 +125,11 @@ TEST(Compression, Fp16SendsExactlyHalfTheBytesOfNone) {
   EXPECT_GT(relative_difference(b.big, a.big), 0.0) << "fp16 should round somewhere";
 }
 
-// Corrupts what arrives from rank 1 in the sparse exchange: either an index in its pairs or the
-// length it announces.
+// Corrupts what arrives from rank 1 in the sparse exchange: an index in its pairs (out of range,
+// or its second index made a copy of its first) or the length it announces.
 class CorruptingCommunicator : public Communicator {
  public:
-  enum class What { kIndex, kLength };
+  enum class What { kIndex, kDuplicateIndex, kLength };
   CorruptingCommunicator(std::unique_ptr<Communicator> inner, What what)
       : inner_(std::move(inner)), what_(what) {}
   int rank() const override { return inner_->rank(); }
@@ -145,6 +145,10 @@ class CorruptingCommunicator : public Communicator {
     if (t == DataType::kInt32 && k == TrafficKind::kGradient && what_ == What::kIndex) {
       auto* words = static_cast<std::uint32_t*>(r);
       words[rc[0] + 1] = 123456789;  // rank 1's first index
+    }
+    if (t == DataType::kInt32 && k == TrafficKind::kGradient && what_ == What::kDuplicateIndex) {
+      auto* words = static_cast<std::uint32_t*>(r);
+      words[rc[0] + 3] = words[rc[0] + 1];  // rank 1's second index := its first
     }
     if (t == DataType::kInt64 && k == TrafficKind::kControl && what_ == What::kLength &&
         rc[0] == 1 && armed) {
@@ -165,7 +169,8 @@ class CorruptingCommunicator : public Communicator {
 
 TEST(Compression, AMalformedPeerPayloadIsAnErrorNamingTheSenderOnEveryRank) {
   if (world()->size() < 2) GTEST_SKIP() << "needs a peer";
-  for (auto what : {CorruptingCommunicator::What::kIndex, CorruptingCommunicator::What::kLength}) {
+  using What = CorruptingCommunicator::What;
+  for (auto what : {What::kIndex, What::kDuplicateIndex, What::kLength}) {
     auto corrupting = std::make_unique<CorruptingCommunicator>(make_mpi_world_communicator(), what);
     CorruptingCommunicator* handle = corrupting.get();
     auto comm = std::make_shared<CountingCommunicator>(std::move(corrupting));
@@ -180,6 +185,10 @@ TEST(Compression, AMalformedPeerPayloadIsAnErrorNamingTheSenderOnEveryRank) {
       ADD_FAILURE() << "a corrupt message was accepted";
     } catch (const compressors::PayloadError& e) {
       EXPECT_NE(std::string(e.what()).find("from rank 1"), std::string::npos) << e.what();
+      if (what == What::kDuplicateIndex) {
+        EXPECT_NE(std::string(e.what()).find("pairs 0 and 1 both have index"), std::string::npos)
+            << e.what();
+      }
     }
     EXPECT_EQ(model.big, big_before) << "parameters changed by a rejected step";
   }
