@@ -4,6 +4,7 @@
 #include <atomic>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 
 namespace gw::config {
@@ -22,9 +23,41 @@ std::string lower(std::string_view s) {
   return out;
 }
 
+// Text as it can be shown in one line of a message: control characters written as C escapes, so
+// a rejected "a<newline>b" reads as 'a\nb'.
+std::string printable(std::string_view text) {
+  std::string out;
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c < 0x20 || c == 0x7F) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02X", c);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+// The first control character of `text` (below 0x20, or DEL), or npos.
+std::size_t find_control(std::string_view text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7F) return i;
+  }
+  return std::string_view::npos;
+}
+
 [[noreturn]] void reject(const ParamSpec& spec, std::string_view text, const std::string& why) {
   std::ostringstream msg;
-  msg << spec.key << "='" << text << "' is not valid";
+  msg << spec.key << "='" << printable(text) << "' is not valid";
   if (!why.empty()) msg << " (" << why << ")";
   msg << "; accepted: " << spec.accepted();
   throw ConfigError(msg.str());
@@ -111,7 +144,8 @@ std::string ParamSpec::accepted() const {
       return out.str();
     }
     case ParamType::kString:
-      return allow_empty ? "a string (may be empty)" : "a non-empty string";
+      return allow_empty ? "a string without control characters (may be empty)"
+                         : "a non-empty string without control characters";
     case ParamType::kFloatList:
       out << "a comma-separated list of numbers, each in [" << format_number(min) << ", "
           << format_number(max) << "]";
@@ -178,9 +212,18 @@ Value Registry::parse(const ParamSpec& spec, std::string_view text) const {
       }
       reject(spec, text, "");
     }
-    case ParamType::kString:
+    case ParamType::kString: {
       if (text.empty() && !spec.allow_empty) reject(spec, text, "empty");
+      // A newline would split the canonical KEY=value text that ranks compare into other lines
+      // (and other keys); no control character belongs in a list of names or a path.
+      const std::size_t bad = find_control(text);
+      if (bad != std::string_view::npos) {
+        reject(spec, text,
+               "a control character, " + printable(text.substr(bad, 1)) + ", at byte " +
+                   std::to_string(bad + 1));
+      }
       return std::string(text);
+    }
     case ParamType::kFloatList: {
       std::vector<double> values;
       std::size_t start = 0;
@@ -224,7 +267,7 @@ std::string Registry::suggest(std::string_view unknown) const {
 }
 
 std::string Registry::unknown_key_message(std::string_view key) const {
-  std::string msg = "unknown variable " + std::string(key);
+  std::string msg = "unknown variable " + printable(key);
   const std::string hint = suggest(key);
   if (!hint.empty()) msg += "; did you mean " + hint + "?";
   msg += " (gradwire_train --print-config lists every GRADWIRE_* variable)";

@@ -190,6 +190,37 @@ TEST(Config, CanonicalTextAndHashCoverSharedParametersOnly) {
   EXPECT_EQ(c.hash(), d.hash());
 }
 
+// Regression (fuzz_config): a string value with a newline was accepted and went as it was into
+// the canonical KEY=value text that ranks compare, where "relu\nGRADWIRE_GRADIENT_REDUCTION=sum"
+// read back as a second line that sets another parameter. Control characters are rejected, with
+// the variable, the value written on one line, the offending byte and what is accepted.
+TEST(Config, StringValuesWithControlCharactersAreRejected) {
+  Config config;
+  const std::string before = config.canonical();
+  expect_config_error(
+      [&] {
+        config.apply_environment({{"GRADWIRE_AMP_ALLOW", "relu\nGRADWIRE_GRADIENT_REDUCTION=sum"}});
+      },
+      {"GRADWIRE_AMP_ALLOW='relu\\nGRADWIRE_GRADIENT_REDUCTION=sum' is not valid",
+       "(a control character, \\n, at byte 5)",
+       "accepted: a string without control characters (may be empty)"});
+  EXPECT_EQ(config.canonical(), before);
+  expect_config_error([&] { config.set("GRADWIRE_AMP_DENY", "linear\t"); },
+                      {"GRADWIRE_AMP_DENY='linear\\t'", "\\t, at byte 7"});
+  expect_config_error(
+      [&] {
+        config.set("GRADWIRE_TIMELINE",
+                   "/tmp/a\x01"
+                   "b\x7f.json");
+      },
+      {"GRADWIRE_TIMELINE='/tmp/a\\x01b\\x7F.json'", "\\x01, at byte 7"});
+  expect_config_error([&] { config.set("GRADWIRE_AMP_DENY", std::string("a\0b", 3)); },
+                      {"\\x00, at byte 2"});
+  // Bytes above 0x7F are not control characters: a UTF-8 path is a path.
+  config.set("GRADWIRE_TIMELINE", "/tmp/sp\xC3\xBCr.json");
+  EXPECT_EQ(config.text("GRADWIRE_TIMELINE"), "/tmp/sp\xC3\xBCr.json");
+}
+
 TEST(Config, TablesListEveryParameter) {
   Config config;
   config.apply_environment({{"GRADWIRE_GRADIENT_REDUCTION", "sum"}});
