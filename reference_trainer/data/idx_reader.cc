@@ -19,6 +19,8 @@ namespace {
 // returns an int, so a call must stay well under INT_MAX).
 constexpr unsigned kGzBufferBytes = 1u << 20;
 constexpr std::size_t kReadChunkBytes = std::size_t{1} << 24;
+// The payload buffer's first size; it doubles from there as the data keeps coming.
+constexpr std::size_t kFirstPayloadBytes = std::size_t{1} << 20;
 
 struct GzCloser {
   void operator()(gzFile_s* file) const { gzclose(file); }
@@ -130,13 +132,24 @@ class IdxInput {
     return truncated_gzip() ? " (the gzip stream ends early: " + zlib_message() + ")" : "";
   }
 
-  // Reads `bytes` bytes of `what`; a short read is reported as a truncated file.
-  void read_exactly(std::uint8_t* dst, std::size_t bytes, const std::string& what) {
-    const std::size_t got = read(dst, bytes);
-    if (got != bytes) {
-      fail("truncated " + what + ": expected " + std::to_string(bytes) + " bytes, got " +
-           std::to_string(got) + truncated_gzip_note());
+  // Reads the `bytes` bytes of `what` that the header announces; a short read is reported as a
+  // truncated file. The buffer grows with the data actually read, never to the announced size up
+  // front: a gzip'd file's size says nothing of its contents, so a corrupt header in a small file
+  // would otherwise allocate up to kMaxIdxPayloadBytes before the file turns out short. It holds
+  // at most twice the bytes read (and at least kFirstPayloadBytes).
+  std::vector<std::uint8_t> read_payload(std::size_t bytes, const std::string& what) {
+    std::vector<std::uint8_t> out;
+    std::size_t have = 0;
+    while (have < bytes) {
+      const std::size_t want = std::min(bytes, std::max(kFirstPayloadBytes, 2 * have));
+      out.resize(want);
+      have += read(out.data() + have, want - have);
+      if (have < want) {
+        fail("truncated " + what + ": expected " + std::to_string(bytes) + " bytes, got " +
+             std::to_string(have) + truncated_gzip_note());
+      }
     }
+    return out;
   }
 
   // Checks that nothing follows the payload and that the gzip stream, if any, ends cleanly.
@@ -213,10 +226,9 @@ IdxImages load_idx_images(const std::string& path) {
                " pixels, at most " + std::to_string(kMaxIdxPayloadBytes) + " bytes in all)");
   }
 
-  images.pixels.resize(payload);
-  input.read_exactly(images.pixels.data(), payload,
-                     "pixel data for " + std::to_string(images.count) + " x " +
-                         std::to_string(images.rows) + " x " + std::to_string(images.cols));
+  images.pixels = input.read_payload(payload, "pixel data for " + std::to_string(images.count) +
+                                                  " x " + std::to_string(images.rows) + " x " +
+                                                  std::to_string(images.cols));
   input.expect_end(header.size() + payload);
   return images;
 }
@@ -232,8 +244,8 @@ std::vector<std::uint8_t> load_idx_labels(const std::string& path) {
                std::to_string(kMaxIdxCount) + ")");
   }
 
-  std::vector<std::uint8_t> labels(count);
-  input.read_exactly(labels.data(), count, "label data for " + std::to_string(count) + " labels");
+  std::vector<std::uint8_t> labels =
+      input.read_payload(count, "label data for " + std::to_string(count) + " labels");
   input.expect_end(header.size() + count);
 
   const auto bad = std::find_if(labels.begin(), labels.end(),

@@ -19,7 +19,9 @@ inline constexpr std::uint32_t kIdxImagesMagic = 0x00000803;  // unsigned bytes,
 inline constexpr std::uint32_t kIdxLabelsMagic = 0x00000801;  // unsigned bytes, 1 dimension
 inline constexpr std::size_t kNumClasses = 10;                // labels are 0..kNumClasses-1
 
-// Plausibility limits on header sizes, so that a corrupt header fails before it allocates.
+// Plausibility limits on header sizes, so that a corrupt header fails before it allocates. Within
+// them, the readers allocate as the data arrives, not what the header announces (a corrupt header
+// in a small file fails as truncated having allocated about what the file holds).
 inline constexpr std::size_t kMaxIdxCount = std::size_t{1} << 28;
 inline constexpr std::size_t kMaxIdxSide = 4096;
 inline constexpr std::size_t kMaxIdxPayloadBytes = std::size_t{1} << 32;

@@ -4,9 +4,12 @@
 #include <zlib.h>
 
 #include <array>
+#include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <new>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -18,8 +21,40 @@
 #include "reference_trainer/data/fashion_mnist.h"
 #include "reference_trainer/data/idx_reader.h"
 
+// The largest single allocation made while a test watches (LargestAllocation below), counted by
+// replacing the global operator new in this binary.
+namespace {
+std::atomic<bool> g_watching{false};
+std::atomic<std::size_t> g_largest{0};
+}  // namespace
+
+void* operator new(std::size_t size) {
+  if (g_watching.load(std::memory_order_relaxed)) {
+    std::size_t seen = g_largest.load();
+    while (size > seen && !g_largest.compare_exchange_weak(seen, size)) {
+    }
+  }
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
 namespace gw::trainer {
 namespace {
+
+// Watches operator new from construction to largest().
+class LargestAllocation {
+ public:
+  LargestAllocation() {
+    g_largest = 0;
+    g_watching = true;
+  }
+  ~LargestAllocation() { g_watching = false; }
+  LargestAllocation(const LargestAllocation&) = delete;
+  LargestAllocation& operator=(const LargestAllocation&) = delete;
+  std::size_t largest() const { return g_largest.load(); }
+};
 
 namespace fs = std::filesystem;
 using Bytes = std::vector<std::uint8_t>;
@@ -203,6 +238,50 @@ TEST_P(IdxFileTest, TruncatedDataNamesPathAndByteCounts) {
   EXPECT_THAT(labels_message, HasSubstr(labels_path));
   EXPECT_THAT(labels_message,
               HasSubstr("truncated label data for 4 labels: expected 4 bytes, got 3"));
+}
+
+// Regression (fuzz_idx_reader): a header that announces far more data than the file holds (here
+// 256 MiB, within the plausibility limits) made the reader allocate all of it before it found the
+// file short. Now it fails as truncated having allocated about what the file holds.
+TEST_P(IdxFileTest, AHeaderAnnouncingMoreThanTheFileHoldsIsNotAllocated) {
+  constexpr std::size_t kAtMost = std::size_t{4} << 20;  // the reader starts at 1 MiB
+  const std::string images_path = write("images", idx_images(16, 4096, 4096, pattern_pixels(100)));
+  std::string message;
+  {
+    LargestAllocation watch;
+    message = data_error_of([&] { load_idx_images(images_path); });
+    EXPECT_LE(watch.largest(), kAtMost);
+  }
+  EXPECT_THAT(message,
+              HasSubstr("truncated pixel data for 16 x 4096 x 4096: expected 268435456 bytes, "
+                        "got 100"));
+
+  Bytes labels;
+  append_be32(labels, kIdxLabelsMagic);
+  append_be32(labels, std::uint32_t{1} << 28);
+  labels.resize(labels.size() + 100, 1);
+  const std::string labels_path = write("labels", labels);
+  {
+    LargestAllocation watch;
+    message = data_error_of([&] { load_idx_labels(labels_path); });
+    EXPECT_LE(watch.largest(), kAtMost);
+  }
+  EXPECT_THAT(message,
+              HasSubstr("truncated label data for 268435456 labels: expected 268435456 bytes, "
+                        "got 100"));
+}
+
+// The buffer grows while the data comes (1 MiB, then doubling): a payload past several steps,
+// and one a byte short of it, read exactly.
+TEST_P(IdxFileTest, PayloadsLargerThanTheFirstReadAreReadWhole) {
+  const std::size_t n = 3 * 1000 * 1000;
+  const Bytes pixels = pattern_pixels(n);
+  const IdxImages images = load_idx_images(write("images", idx_images(3, 1000, 1000, pixels)));
+  EXPECT_EQ(images.pixels, pixels);
+  const Bytes short_by_one(pixels.begin(), pixels.end() - 1);
+  const std::string path = write("short", idx_images(3, 1000, 1000, short_by_one));
+  EXPECT_THAT(data_error_of([&] { load_idx_images(path); }),
+              HasSubstr("expected 3000000 bytes, got 2999999"));
 }
 
 TEST_P(IdxFileTest, WrongMagicSaysFoundAndExpected) {
