@@ -11,14 +11,21 @@
 #                 --repeat N           repeat each test until it fails, at most N times
 #                 --stress             bursty CPU-bound workers (one per core) run beside the tests;
 #                                      without -R/-L, the multi-rank and engine tests (docs/TESTING.md)
+#                 --sanitize[=LIST]    instead of ./build, the sanitizer trees (installs clang and
+#                                      libclang-rt-14-dev): ./build-asan (ASan+UBSan: every test but
+#                                      the accuracy runs, plus the leak canary),
+#                                      ./build-tsan (TSan: engine, fusion, engine failure, overlap
+#                                      smoke) and ./build-fuzz (libFuzzer targets of tests/fuzz, each
+#                                      FUZZ_SECONDS); LIST picks some of address,thread,fuzzer
 #   bench         setup, build, then run the benchmarks (reports in ./build/bench/)
 #   bench lowband [OPTIONS]  setup, build, then train across a virtual cluster of shaped links
 #                 (root; benchmarks/lowband/gradwire_lowband.py --help; report in ./build/lowband/)
 #   readme-table  regenerate the README's table of GRADWIRE_* variables from the registry
 #
 # Environment: BUILD_DIR (default ./build), BUILD_DIR_MPICH (--mpi mpich, default ./build-mpich),
-# JOBS (default: number of cores), NP (demo ranks, 4), STRESS_LOAD (--stress workers, default: the
-# number of cores).
+# BUILD_DIR_ASAN, BUILD_DIR_TSAN, BUILD_DIR_FUZZ (--sanitize, default ./build-asan, ./build-tsan,
+# ./build-fuzz), JOBS (default: number of cores), NP (demo ranks, 4), STRESS_LOAD (--stress
+# workers, default: the number of cores), FUZZ_SECONDS (--sanitize: each fuzz target's run, 30).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -31,6 +38,9 @@ PACKAGES=(build-essential cmake pkg-config openmpi-bin libopenmpi-dev libopenbla
           dataset-fashion-mnist iproute2 python3 gnuplot-nox)
 # MPICH beside Open MPI (./gradwire.sh test --mpi mpich); Open MPI stays the system's default MPI.
 MPICH_PACKAGES=(mpich libmpich-dev)
+# The sanitizer trees (./gradwire.sh test --sanitize): g++'s ASan, UBSan and TSan runtimes come with
+# build-essential; libFuzzer and clang's own sanitizer runtimes with libclang-rt-14-dev.
+SANITIZE_PACKAGES=(clang libclang-rt-14-dev)
 
 log() { printf '\033[1m[gradwire]\033[0m %s\n' "$*"; }
 
@@ -107,10 +117,62 @@ start_stress() {
 
 die() { printf '\033[1m[gradwire]\033[0m error: %s\n' "$*" >&2; exit 2; }
 
+# --sanitize: the instrumented trees beside ./build (cmake/GradwireSanitizers.cmake, Note
+# [Sanitizer trees]; docs/TESTING.md). Each builds only what its tests need; every tree runs even
+# when one fails, and the summary names the ones that failed.
+sanitize_tree() {
+  local kind=$1; shift
+  local dir target="" select=() config=(-DCMAKE_BUILD_TYPE=Debug -DGRADWIRE_SANITIZE="$kind")
+  case "$kind" in
+    address)
+      dir=${BUILD_DIR_ASAN:-$ROOT/build-asan}
+      # Every test but the accuracy runs, which take minutes each even uninstrumented; their
+      # strategies run in the shorter multi-rank and trainer tests too (docs/TESTING.md).
+      select=(-LE accuracy) ;;
+    thread)
+      dir=${BUILD_DIR_TSAN:-$ROOT/build-tsan}; target=gw_sanitizer_tests; select=(-L tsan) ;;
+    fuzzer)
+      # -V: each target's few lines (its execution count) show when it passes too.
+      dir=${BUILD_DIR_FUZZ:-$ROOT/build-fuzz}; target=gw_sanitizer_tests; select=(-L fuzz -V)
+      config+=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
+               -DGRADWIRE_FUZZ_SECONDS="${FUZZ_SECONDS:-30}") ;;
+  esac
+  log "sanitize $kind: $dir ($JOBS jobs)"
+  cmake -S "$ROOT" -B "$dir" "${config[@]}" || return 1
+  cmake --build "$dir" -j "$JOBS" ${target:+--target "$target"} || return 1
+  mpi_env
+  (cd "$dir" && ctest --output-on-failure -j 1 "${select[@]}" "$@")
+}
+
+cmd_sanitize() {
+  local kinds=$1; shift
+  local failed=() kind start
+  for kind in ${kinds//,/ }; do
+    case "$kind" in
+      address|thread|fuzzer) ;;
+      *) die "--sanitize '$kind' is not known; accepted: address, thread, fuzzer (comma-separated)" ;;
+    esac
+  done
+  cmd_setup "${SANITIZE_PACKAGES[@]}"
+  for kind in ${kinds//,/ }; do
+    start=$SECONDS
+    if sanitize_tree "$kind" "$@"; then
+      log "sanitize $kind: passed ($((SECONDS - start)) s)"
+    else
+      log "sanitize $kind: FAILED ($((SECONDS - start)) s)"
+      failed+=("$kind")
+    fi
+  done
+  [ ${#failed[@]} -eq 0 ] || { log "sanitize: failed: ${failed[*]}"; return 1; }
+  log "sanitize: ${kinds//,/, } passed"
+}
+
 cmd_test() {
-  local mpi=openmpi repeat="" stress=0 selected=0 args=()
+  local mpi=openmpi repeat="" stress=0 selected=0 sanitize="" args=()
   while [ $# -gt 0 ]; do
     case "$1" in
+      --sanitize) sanitize=address,thread,fuzzer; shift ;;
+      --sanitize=*) sanitize=${1#--sanitize=}; shift ;;
       --mpi) [ $# -ge 2 ] || die "--mpi needs a value: openmpi or mpich"; mpi=$2; shift 2 ;;
       --mpi=*) mpi=${1#--mpi=}; shift ;;
       --repeat) [ $# -ge 2 ] || die "--repeat needs a count"; repeat=$2; shift 2 ;;
@@ -128,6 +190,12 @@ cmd_test() {
   if [ -n "$repeat" ]; then
     case "$repeat" in ''|*[!0-9]*|0) die "--repeat '$repeat' is not a positive whole number" ;; esac
     args+=(--repeat "until-fail:$repeat")
+  fi
+  if [ -n "$sanitize" ]; then
+    [ "$mpi" = openmpi ] || die "--sanitize builds against Open MPI only (its suppressions name it)"
+    [ "$stress" = 0 ] || die "--sanitize and --stress do not combine"
+    cmd_sanitize "$sanitize" "${args[@]}"
+    return
   fi
   if [ "$mpi" = mpich ]; then
     # A second tree against MPICH, beside the Open MPI one (the CUDA kernels do not depend on the
@@ -199,6 +267,6 @@ case "${1:-}" in
   bench) shift; cmd_bench "$@" ;;
   readme-table) shift; cmd_readme_table "$@" ;;
   *)
-    sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
     exit 2 ;;
 esac

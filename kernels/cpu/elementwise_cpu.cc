@@ -78,20 +78,28 @@ bool scale_and_check_finite(float* x, float alpha, std::size_t n) {
 // at a time (a libgcc call per element without F16C) and cannot vectorise it. Where the CPU has
 // F16C, the casts use its 8-wide conversion instructions instead, with the rounding mode given in
 // the instruction so that MXCSR settings cannot change the result. Both variants produce the same
-// bits; tests check each against an independent bit-level reference.
+// bits; tests check each against an independent bit-level reference. clang before 15 has no
+// _Float16 on x86-64; there the casts go through its __fp16, a storage-only binary16 whose
+// conversions round the same way (clang 14 builds the fuzzer tree, Note [Sanitizer trees]).
 
 namespace detail {
 
+#if defined(__clang__) && __clang_major__ < 15
+using Binary16 = __fp16;
+#else
+using Binary16 = _Float16;
+#endif
+
 void cast_fp32_to_fp16_portable(const float* __restrict in, Half* __restrict out, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) {
-    const _Float16 h = static_cast<_Float16>(in[i]);
+    const Binary16 h = static_cast<Binary16>(in[i]);
     std::memcpy(&out[i], &h, sizeof h);
   }
 }
 
 void cast_fp16_to_fp32_portable(const Half* __restrict in, float* __restrict out, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) {
-    _Float16 h;
+    Binary16 h;
     std::memcpy(&h, &in[i], sizeof h);
     out[i] = static_cast<float>(h);
   }
@@ -118,9 +126,9 @@ __attribute__((target("avx,f16c"))) void cast_fp32_to_fp16_f16c(const float* __r
     const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(in + i), kRoundNearestEven);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), h);
   }
-  // The tail through _Float16, which compiles to scalar F16C instructions under this target.
+  // The tail through Binary16, which compiles to scalar F16C instructions under this target.
   for (; i < n; ++i) {
-    const _Float16 h = static_cast<_Float16>(in[i]);
+    const Binary16 h = static_cast<Binary16>(in[i]);
     std::memcpy(&out[i], &h, sizeof h);
   }
 }
@@ -134,7 +142,7 @@ __attribute__((target("avx,f16c"))) void cast_fp16_to_fp32_f16c(const Half* __re
     _mm256_storeu_ps(out + i, _mm256_cvtph_ps(h));
   }
   for (; i < n; ++i) {
-    _Float16 h;
+    Binary16 h;
     std::memcpy(&h, &in[i], sizeof h);
     out[i] = static_cast<float>(h);
   }

@@ -1,12 +1,22 @@
 #!/usr/bin/env bash
 # expect_failure.sh SECONDS REGEX -- COMMAND...
-# Passes when COMMAND exits non-zero within SECONDS (no hang) and its output matches REGEX.
+# Passes when COMMAND exits non-zero within SECONDS (no hang), its output matches REGEX, and no
+# sanitizer reported an error in it.
 set -u
 limit=$1; regex=$2; shift 2
 [ "$1" = "--" ] && shift
 out=$(timeout --kill-after=5 "$limit" "$@" 2>&1)
 rc=$?
 printf '%s\n' "$out" | tail -n 30
+# In a sanitizer tree the expected error must be the only one: a sanitizer's report anywhere in
+# the output (above the last 30 lines too) fails the test. See Note [Sanitizer reports fail every
+# test] in cmake/GradwireSanitizers.cmake.
+report='ERROR: AddressSanitizer|ERROR: LeakSanitizer|WARNING: ThreadSanitizer|SUMMARY: [A-Za-z]*Sanitizer|: runtime error: '
+if printf '%s\n' "$out" | grep -Eq -- "$report"; then
+  echo "---- the whole output:"
+  printf '%s\n' "$out" | head -n 400
+  echo "FAIL: a sanitizer reported an error (exit code $rc)"; exit 1
+fi
 if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
   echo "FAIL: still running after ${limit}s (a hang)"; exit 1
 fi
