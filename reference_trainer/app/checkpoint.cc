@@ -137,7 +137,9 @@ class Reader {
   }
   void raw(void* dst, std::size_t n, const char* what) {
     need(n, what);
-    std::memcpy(dst, bytes_.data() + at_, n);
+    // An empty list's data() may be null, which memcpy must not get even for 0 bytes (found by
+    // fuzz_checkpoint: a checkpoint without parameters).
+    if (n != 0) std::memcpy(dst, bytes_.data() + at_, n);
     at_ += n;
   }
   TrafficCounters traffic(const char* what) {
