@@ -8,17 +8,18 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
-#include <limits>
 #include <map>
 #include <string>
 
 #include "reference_trainer/app/checkpoint.h"
+#include "tests/trainer_app/checkpoint_sample.h"
 
 namespace gt = gw::trainer;
 
 namespace {
 
-// The first rank's checkpoint of a 2-rank run, before its first step.
+// The first rank's checkpoint of a 2-rank run, before its first step. The other seeds are the
+// checkpoint tests' sample (mid-run, every section filled).
 gt::Checkpoint at_start() {
   gt::Checkpoint c;
   c.world_size = 2;
@@ -31,67 +32,10 @@ gt::Checkpoint at_start() {
   return c;
 }
 
-// Mid-run under DGC and adaptive local SGD: a finished epoch, evaluations, averaging points,
-// special float values.
-gt::Checkpoint mid_run() {
-  gt::Checkpoint c;
-  c.rank = 1;
-  c.world_size = 4;
-  c.steps_per_epoch = 8;
-  c.epoch = 2;
-  c.step_in_epoch = 3;
-  c.steps = 11;
-  c.identity = "world_size=4\n--lr=0.05\nGRADWIRE_COMPRESSOR=dgc\nGRADWIRE_SYNC=adaptive_local_sgd\n";
-  c.parameters = {1.5f, -0.0f, std::numeric_limits<float>::infinity(), 3e-39f,
-                  std::numeric_limits<float>::quiet_NaN()};
-  c.optimizer_state = std::string("GWDOPT\0\x01\x02\xff", 10);
-  gt::RunFigures& f = c.figures;
-  f.epoch_loss_sum = 1.75;
-  f.samples = 256;
-  f.traffic.kinds[0] = {100, 200, 3};
-  f.epoch_traffic_start.kinds[1] = {7, 9, 11};
-  gt::EpochResult e;
-  e.epoch = 1;
-  e.loss = 0.5;
-  e.test_accuracy = 0.75;
-  e.samples = 256;
-  e.gradient_bytes_sent = 1234;
-  e.wall_seconds = 1.25;
-  e.train_seconds = 1.0;
-  f.epochs = {e};
-  gt::EvalPoint p;
-  p.step = 8;
-  p.epoch = 1.0;
-  p.test_accuracy = 0.75;
-  p.train_seconds = 1.0;
-  p.wall_seconds = 1.5;
-  f.history = {p, p};
-  f.sync.policy = "adaptive_local_sgd";
-  f.sync.parameter_exchanges = 2;
-  gw::AveragingPoint a;
-  a.step = 3;
-  a.local_steps = 4;
-  a.k = 4;
-  a.next_k = 2;
-  a.has_loss = true;
-  a.loss = 0.3;
-  f.sync.points = {a, a};
-  f.sync.points[1].requested = true;
-  f.compression.compressor = "dgc";
-  f.compression.warmup_end_step = 6;
-  f.compression.steps_after_warmup = 5;
-  f.compression.sparse_exchanges = 10;
-  f.wall_seconds = 3.5;
-  f.train_seconds = 1.0;
-  f.epoch_train_seconds = 0.25;
-  f.epoch_wall_seconds = 0.5;
-  return c;
-}
-
 std::map<std::string, std::string> seeds() {
   std::map<std::string, std::string> out;
   const std::string start = gt::serialize_checkpoint(at_start());
-  const std::string mid = gt::serialize_checkpoint(mid_run());
+  const std::string mid = gt::serialize_checkpoint(gt::sample_checkpoint());
   out["at_start"] = '\x01' + start;
   out["mid_run"] = '\x01' + mid;
   out["mid_run_as_is"] = '\x00' + mid;
