@@ -2,8 +2,9 @@
 //
 // Order matters: the command line, the GRADWIRE_* configuration and the data set are all checked
 // before MPI starts, so a bad input stops the program before anything is sent. An error on any
-// rank, before MPI starts (Note [Stopping before MPI starts]) or after (Note [Ending the job on
-// an error]), ends every rank of the job, so no rank waits forever in MPI_Init or in a collective.
+// rank, before MPI starts (Note [Stopping before MPI starts]) or after
+// (Note [Ending the job on an error]), ends every rank of the job, so no rank waits forever in
+// MPI_Init or in a collective.
 //
 // Exit codes: 0 done; 1 a runtime error; 2 bad input (command line, GRADWIRE_* value, data file,
 // output path, options that differ across ranks, a checkpoint that cannot be resumed); 3 the

@@ -13,9 +13,10 @@ namespace gw::trainer {
 // A usage error is exit code 2, like every other bad input.
 std::optional<TrainerOptions> parse_command_line(int argc, char** argv, int* exit_code);
 
-// "--option=value\n" for every option that must be the same on every rank (Note [Options that
-// must agree across ranks]), for the cross-rank check (plugin/config_check.h): a rank that differs
-// is a clear error naming the option and each rank's value.
+// "--option=value\n" for every option that must be the same on every rank
+// (Note [Options that must agree across ranks]), for the cross-rank check
+// (plugin/config_check.h): a rank that differs is a clear error naming the option and each rank's
+// value.
 std::string agreed_options_canonical(const TrainerOptions& options);
 
 }  // namespace gw::trainer

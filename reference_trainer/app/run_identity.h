@@ -14,10 +14,10 @@ namespace gw::trainer {
 // A resumed run continues bit for bit only under the configuration it was saved under, so a
 // checkpoint holds that configuration as "key=value\n" lines and a resume compares it with its
 // own: the world size, the numbers of training and test samples (--train-subset and
-// --test-subset as applied to the data set found), every option of Note [Options that must agree
-// across ranks] but those that may change on resume, and every GRADWIRE_* value of
-// Config::canonical() (the rank-local ones, GRADWIRE_TIMELINE and GRADWIRE_LOG_LEVEL, are not in
-// it). What may change: --epochs, --max-steps, --time-budget and --eval-every (where and whether
+// --test-subset as applied to the data set found), every option of
+// Note [Options that must agree across ranks] but those that may change on resume, and every
+// GRADWIRE_* value of Config::canonical() (the rank-local ones, GRADWIRE_TIMELINE and
+// GRADWIRE_LOG_LEVEL, are not in it). What may change: --epochs, --max-steps, --time-budget and --eval-every (where and whether
 // to stop or evaluate does not change a step), --checkpoint-every, and the paths.
 std::string run_identity(const TrainerOptions& options, const config::Config& config,
                          int world_size, std::size_t train_samples, std::size_t test_samples);
