@@ -1,6 +1,6 @@
 # The MPI launcher, in one place.
 #
-# Note [MPI launcher]
+# Note "MPI launcher"
 # Every multi-rank run of the project (the tests, ./gradwire.sh demo and bench, the low-bandwidth
 # harness) launches through one command generated here, so that the same suite runs under Open
 # MPI and under MPICH and its derivatives. After find_package(MPI), this module reads from mpi.h

@@ -1,6 +1,6 @@
 # Sanitizer and fuzzer builds, in one place.
 #
-# Note [Sanitizer trees]
+# Note "Sanitizer trees"
 # GRADWIRE_SANITIZE instruments one build tree; `./gradwire.sh test --sanitize` builds and runs
 # three of them beside ./build (docs/TESTING.md):
 #   address  g++, ASan + UBSan (-fsanitize=address,undefined -fno-sanitize-recover=all): every test
@@ -14,7 +14,7 @@
 # only MPI's own libraries and their dependencies, never gradwire code, and the leak canary test
 # (tests/sanitizers) proves that a leak from gradwire code on a rank is still reported.
 #
-# Note [Sanitizer reports fail every test]
+# Note "Sanitizer reports fail every test"
 # A sanitizer's report must fail the test it appears in, also where the exit code does not decide:
 # tests that expect a failure (a non-zero exit, PASS_REGULAR_EXPRESSION on an error message) would
 # otherwise pass when a rank also leaked or raced, and a rank ended by MPI_Abort loses TSan's exit
@@ -60,7 +60,7 @@ if(NOT CMAKE_CXX_COMPILER_ID MATCHES "^(GNU|Clang)$")
   message(FATAL_ERROR "GRADWIRE_SANITIZE needs g++ or clang, not ${CMAKE_CXX_COMPILER_ID}")
 endif()
 
-# See Note [Sanitizer trees]: no CUDA in a sanitizer tree.
+# See Note "Sanitizer trees": no CUDA in a sanitizer tree.
 set(GRADWIRE_ENABLE_CUDA OFF CACHE BOOL "Build the CUDA kernels when nvcc is found" FORCE)
 
 set(gw_common -O1 -g -fno-omit-frame-pointer)
@@ -103,7 +103,7 @@ message(STATUS "gradwire: sanitizer tree '${GRADWIRE_SANITIZE}': ${gw_compile}")
 
 # gw_sanitizer_checks(<dir>...): in a sanitizer tree, gives every test of the named test
 # directories the report check and the sanitizer environment; call it from the test directory
-# CTest reads last (See Note [Sanitizer reports fail every test]).
+# CTest reads last (See Note "Sanitizer reports fail every test").
 function(gw_sanitizer_checks)
   if(GRADWIRE_SANITIZE STREQUAL "")
     return()

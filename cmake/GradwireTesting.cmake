@@ -9,7 +9,7 @@ if(GRADWIRE_MPI_FLAVOR STREQUAL openmpi)
   list(APPEND GRADWIRE_TEST_ENV OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)
 endif()
 
-# Note [Skipped is not passed]
+# Note "Skipped is not passed"
 # A GoogleTest binary whose tests all skip (GTEST_SKIP: the CUDA kernels' tests without a GPU, the
 # data set's without Fashion-MNIST) tested nothing, and must not count as passed. Its main
 # (tests/common/gtest_main.cc) exits 77 when no test passed and none failed, and CTest shows 77 as
@@ -23,7 +23,7 @@ endif()
 # gw_add_gtest(<name> SOURCES <files...> [LIBS <targets...>] [ARGS <arguments...>] [TIMEOUT <s>]
 #              [LABELS <labels...>])
 # One GoogleTest executable, run (with ARGS) as one CTest test; skipped when it tested nothing
-# (See Note [Skipped is not passed]).
+# (See Note "Skipped is not passed").
 function(gw_add_gtest name)
   cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;LIBS;ARGS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES} ${PROJECT_SOURCE_DIR}/tests/common/gtest_main.cc)

@@ -68,7 +68,8 @@ struct CompressionStats {
   // every gradient.
   std::uint64_t dense_bytes_per_step = 0;
   std::int64_t sparse_exchanges = 0;  // bucket exchanges that went sparse
-  std::int64_t dense_fallbacks = 0;   // planned sparse, sent dense (Note [When sparse falls...])
+  // Planned sparse, sent dense (Note [When sparse falls back to dense]).
+  std::int64_t dense_fallbacks = 0;
 };
 
 // One parameter averaging of local SGD.

@@ -80,7 +80,7 @@ bool scale_and_check_finite(float* x, float alpha, std::size_t n) {
 // the instruction so that MXCSR settings cannot change the result. Both variants produce the same
 // bits; tests check each against an independent bit-level reference. clang before 15 has no
 // _Float16 on x86-64; there the casts go through its __fp16, a storage-only binary16 whose
-// conversions round the same way (clang 14 builds the fuzzer tree, Note [Sanitizer trees]).
+// conversions round the same way (clang 14 builds the fuzzer tree, Note "Sanitizer trees").
 
 namespace detail {
 

@@ -1,7 +1,7 @@
 // main() for the single-process GoogleTest binaries (gw_add_gtest): GoogleTest's own, except that
 // a binary that tested nothing says so. When no test passed and none failed (every selected test
 // called GTEST_SKIP, e.g. for want of a CUDA device, or none was selected) it exits 77, which CTest
-// reports as skipped, never as passed. See Note [Skipped is not passed] in
+// reports as skipped, never as passed. See Note "Skipped is not passed" in
 // cmake/GradwireTesting.cmake.
 #include <gtest/gtest.h>
 

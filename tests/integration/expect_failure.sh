@@ -10,7 +10,7 @@ rc=$?
 printf '%s\n' "$out" | tail -n 30
 # In a sanitizer tree the expected error must be the only one: a sanitizer's report anywhere in
 # the output (above the last 30 lines too) fails the test.
-# See Note [Sanitizer reports fail every test] in cmake/GradwireSanitizers.cmake.
+# See Note "Sanitizer reports fail every test" in cmake/GradwireSanitizers.cmake.
 report='ERROR: AddressSanitizer|ERROR: LeakSanitizer|WARNING: ThreadSanitizer|SUMMARY: [A-Za-z]*Sanitizer|: runtime error: '
 if printf '%s\n' "$out" | grep -Eq -- "$report"; then
   echo "---- the whole output:"

@@ -1,4 +1,4 @@
-// The leak canary of the ASan tree (See Note [Sanitizer trees], cmake/GradwireSanitizers.cmake).
+// The leak canary of the ASan tree (See Note "Sanitizer trees", cmake/GradwireSanitizers.cmake).
 // On every rank, while MPI runs, gradwire code leaks: a SparseMessageWriter from this program and
 // the buffer that libgradwire's SparseMessageWriter::append grows inside it. LeakSanitizer must
 // report both on every rank, although its suppressions (lsan.supp) hide Open MPI's own leaks;
