@@ -20,7 +20,7 @@
 #   bench         setup, build, then run the benchmarks (reports in ./build/bench/)
 #   bench lowband [OPTIONS]  setup, build, then train across a virtual cluster of shaped links
 #                 (root; benchmarks/lowband/gradwire_lowband.py --help; report in ./build/lowband/)
-#   readme-table  regenerate the README's table of GRADWIRE_* variables from the registry
+#   readme-table  regenerate docs/CONFIGURATION.md's table of GRADWIRE_* variables from the registry
 #
 # Environment: BUILD_DIR (default ./build), BUILD_DIR_MPICH (--mpi mpich, default ./build-mpich),
 # BUILD_DIR_ASAN, BUILD_DIR_TSAN, BUILD_DIR_FUZZ (--sanitize, default ./build-asan, ./build-tsan,
@@ -254,9 +254,9 @@ cmd_readme_table() {
   awk -v table="$table" '
     /<!-- config-table:begin -->/ { print; print table; skip = 1; next }
     /<!-- config-table:end -->/ { skip = 0 }
-    !skip { print }' "$ROOT/README.md" > "$tmp"
-  mv "$tmp" "$ROOT/README.md"
-  log "README.md table regenerated"
+    !skip { print }' "$ROOT/docs/CONFIGURATION.md" > "$tmp"
+  mv "$tmp" "$ROOT/docs/CONFIGURATION.md"
+  log "docs/CONFIGURATION.md table regenerated"
 }
 
 case "${1:-}" in
