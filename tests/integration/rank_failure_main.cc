@@ -19,6 +19,7 @@
 #include "plugin/comm/mpi/mpi_runtime.h"
 #include "plugin/config/params.h"
 #include "plugin/distributed_optimizer.h"
+#include "tests/plugin/plugin_test_util.h"
 
 namespace {
 
@@ -61,14 +62,10 @@ int train(Where where, bool every_rank) {
   const int rank = comm->rank();
   const bool fails = fails_here(every_rank, rank);
   std::vector<std::vector<float>> values(kParams, std::vector<float>(1000, 1.0f));
-  std::vector<gw::ParameterSpec> specs;
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    specs.push_back({"p" + std::to_string(i), values[i].data(), values[i].size()});
-  }
-  gw::DistributedOptimizerOptions options;
-  options.read_environment = false;
-  options.config.set(gw::config::keys::kLogLevel, "warn");
-  options.config.set(gw::config::keys::kFusionThresholdMb, "0");  // a bucket per parameter
+  const std::vector<gw::ParameterSpec> specs = gw::testing::specs_of(values);
+  // A bucket per parameter.
+  const gw::DistributedOptimizerOptions options =
+      gw::testing::settings({{gw::config::keys::kFusionThresholdMb, "0"}});
   gw::DistributedOptimizer opt(
       comm, std::make_unique<ThrowingSgd>(fails && where == Where::kStep, rank), specs, options);
   for (int step = 0; step < 10; ++step) {

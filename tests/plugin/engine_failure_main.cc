@@ -14,14 +14,10 @@ int main(int argc, char** argv) {
   gw::MpiRuntime mpi(&argc, &argv);
   auto comm = std::make_shared<gw::CountingCommunicator>(gw::make_mpi_world_communicator());
   std::vector<std::vector<float>> values(8, std::vector<float>(1000, 1.0f));
-  std::vector<gw::ParameterSpec> specs;
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    specs.push_back({"p" + std::to_string(i), values[i].data(), values[i].size()});
-  }
-  gw::DistributedOptimizerOptions options;
-  options.read_environment = false;
-  options.config.set(gw::config::keys::kLogLevel, "warn");
-  options.config.set(gw::config::keys::kFusionThresholdMb, "0");  // 8 buckets
+  const std::vector<gw::ParameterSpec> specs = gw::testing::specs_of(values);
+  // 8 buckets.
+  gw::DistributedOptimizerOptions options =
+      gw::testing::settings({{gw::config::keys::kFusionThresholdMb, "0"}});
   options.inject_engine_failure.step = 3;
   options.inject_engine_failure.bucket = 2;
   options.inject_engine_failure.rank = comm->size() - 1;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -29,6 +30,15 @@ inline DistributedOptimizerOptions settings(const Settings& values) {
 // The MPI world behind a byte-counting communicator.
 inline std::shared_ptr<CountingCommunicator> world() {
   return std::make_shared<CountingCommunicator>(make_mpi_world_communicator());
+}
+
+// A parameter spec p0, p1, ... for each of `values` (which must outlive the specs).
+inline std::vector<ParameterSpec> specs_of(std::vector<std::vector<float>>& values) {
+  std::vector<ParameterSpec> specs;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    specs.push_back({"p" + std::to_string(i), values[i].data(), values[i].size()});
+  }
+  return specs;
 }
 
 // Two parameters, one of 3000 elements (sparsified once GRADWIRE_DGC_MIN_NUMEL is 1000) and one of
