@@ -18,6 +18,7 @@
 
 #include "compressors/bucket_view.h"
 #include "compressors/exchange_plan.h"
+#include "compressors/kind.h"
 #include "compressors/sparse_message.h"
 #include "kernels/half.h"
 
@@ -38,8 +39,9 @@ class Compressor {
  public:
   virtual ~Compressor() = default;
 
-  // The GRADWIRE_COMPRESSOR value this compressor implements ("none", "fp16", "topk", "dgc").
-  virtual std::string name() const = 0;
+  // The GRADWIRE_COMPRESSOR value this compressor implements.
+  virtual Kind kind() const = 0;
+  std::string name() const { return to_string(kind()); }
 
   // Called once per step before the step's first bucket; steps count from 0.
   virtual void begin_step(std::int64_t step) { step_ = step; }

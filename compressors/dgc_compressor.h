@@ -36,7 +36,7 @@ class DgcCompressor final : public SparsifyingCompressor {
   // SparsifyingCompressor rejects).
   DgcCompressor(std::vector<std::size_t> numels, DgcOptions options);
 
-  std::string name() const override { return "dgc"; }
+  Kind kind() const override { return Kind::kDgc; }
   // Local gradient clipping applies to the tensors this step sparsifies: each is scaled to an L2
   // norm of at most clip_norm / sqrt(world_size) before it enters the momentum.
   void encode(const BucketView& bucket, const ExchangePlan& plan, int world_size,

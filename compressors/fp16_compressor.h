@@ -9,7 +9,7 @@ namespace gw::compressors {
 
 class Fp16Compressor final : public Compressor {
  public:
-  std::string name() const override { return "fp16"; }
+  Kind kind() const override { return Kind::kFp16; }
   void plan_into(const BucketView& bucket, int world_size, ExchangePlan& out) const override;
   void encode(const BucketView& bucket, const ExchangePlan& plan, int world_size,
               const EncodedBucket& out) override;

@@ -7,7 +7,7 @@ namespace gw::compressors {
 
 class NoneCompressor final : public Compressor {
  public:
-  std::string name() const override { return "none"; }
+  Kind kind() const override { return Kind::kNone; }
   void plan_into(const BucketView& bucket, int world_size, ExchangePlan& out) const override;
   void encode(const BucketView& bucket, const ExchangePlan& plan, int world_size,
               const EncodedBucket& out) override;

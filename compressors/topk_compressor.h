@@ -13,7 +13,7 @@ class TopkCompressor final : public SparsifyingCompressor {
  public:
   TopkCompressor(std::vector<std::size_t> numels, SparsifyOptions options);
 
-  std::string name() const override { return "topk"; }
+  Kind kind() const override { return Kind::kTopk; }
   void encode(const BucketView& bucket, const ExchangePlan& plan, int world_size,
               const EncodedBucket& out) override;
   void save_state(std::ostream& out) const override;

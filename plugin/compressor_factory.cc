@@ -11,7 +11,7 @@ namespace gw {
 CompressorSettings read_compressor_settings(const config::Config& config) {
   namespace keys = config::keys;
   CompressorSettings s;
-  s.name = config.get_string(keys::kCompressor);
+  s.kind = compressors::parse_kind(config.get_string(keys::kCompressor));
   s.sparsify.sparsity = config.get_float_list(keys::kDgcSparsity);
   s.sparsify.rampup_begin_step = config.get_int(keys::kDgcRampupBeginStep);
   s.sparsify.rampup_steps = config.get_int(keys::kDgcRampupSteps);
@@ -20,7 +20,7 @@ CompressorSettings read_compressor_settings(const config::Config& config) {
   s.momentum_masking = config.get_bool(keys::kDgcMomentumMasking);
   s.clip_norm = config.get_float(keys::kDgcClipNorm);
   const std::size_t values = s.sparsify.sparsity.size();
-  if ((s.name == "topk" || s.name == "dgc") && values > 1 &&
+  if (compressors::is_sparse(s.kind) && values > 1 &&
       s.sparsify.rampup_steps < static_cast<std::int64_t>(values)) {
     throw config::ConfigError(
         std::string(keys::kDgcSparsity) + "=" + config.text(keys::kDgcSparsity) + " lists " +
@@ -32,7 +32,7 @@ CompressorSettings read_compressor_settings(const config::Config& config) {
 }
 
 void check_compressor_supports(const CompressorSettings& settings, const Optimizer& inner) {
-  if (settings.name == "dgc" && !inner.sgd_momentum()) {
+  if (settings.kind == compressors::Kind::kDgc && !inner.sgd_momentum()) {
     throw config::ConfigError(std::string(config::keys::kCompressor) +
                               "=dgc applies momentum correction in place of the inner "
                               "optimizer's momentum, so it needs an SGD optimizer; " +
@@ -46,21 +46,26 @@ std::unique_ptr<compressors::Compressor> make_compressor(const CompressorSetting
                                                          std::vector<std::size_t> numels,
                                                          Optimizer& inner) {
   check_compressor_supports(settings, inner);
-  if (settings.name == "fp16") return std::make_unique<compressors::Fp16Compressor>();
-  if (settings.name == "topk") {
-    return std::make_unique<compressors::TopkCompressor>(std::move(numels), settings.sparsify);
-  }
-  if (settings.name == "dgc") {
-    const SgdMomentum m = *inner.sgd_momentum();
-    compressors::DgcOptions d;
-    d.sparsify = settings.sparsify;
-    d.momentum = m.momentum;
-    d.nesterov = m.nesterov;
-    d.momentum_masking = settings.momentum_masking;
-    d.clip_norm = settings.clip_norm;
-    auto c = std::make_unique<compressors::DgcCompressor>(std::move(numels), d);
-    inner.release_momentum();  // only once the compressor exists: nothing is lost on an error
-    return c;
+  using compressors::Kind;
+  switch (settings.kind) {
+    case Kind::kNone:
+      break;
+    case Kind::kFp16:
+      return std::make_unique<compressors::Fp16Compressor>();
+    case Kind::kTopk:
+      return std::make_unique<compressors::TopkCompressor>(std::move(numels), settings.sparsify);
+    case Kind::kDgc: {
+      const SgdMomentum m = *inner.sgd_momentum();
+      compressors::DgcOptions d;
+      d.sparsify = settings.sparsify;
+      d.momentum = m.momentum;
+      d.nesterov = m.nesterov;
+      d.momentum_masking = settings.momentum_masking;
+      d.clip_norm = settings.clip_norm;
+      auto c = std::make_unique<compressors::DgcCompressor>(std::move(numels), d);
+      inner.release_momentum();  // only once the compressor exists: nothing is lost on an error
+      return c;
+    }
   }
   return std::make_unique<compressors::NoneCompressor>();
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "compressors/compressor.h"
+#include "compressors/kind.h"
 #include "compressors/sparsifying_compressor.h"
 #include "plugin/config/config.h"
 #include "plugin/optimizer.h"
@@ -14,7 +15,7 @@
 namespace gw {
 
 struct CompressorSettings {
-  std::string name;  // none | fp16 | topk | dgc
+  compressors::Kind kind = compressors::Kind::kNone;
   compressors::SparsifyOptions sparsify;
   bool momentum_masking = true;
   double clip_norm = 0.0;

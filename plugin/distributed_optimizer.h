@@ -18,25 +18,19 @@
 #include "compressors/compressor.h"
 #include "fusion/bucket_plan.h"
 #include "fusion/launch_tracker.h"
-#include "plugin/amp_settings.h"
+#include "plugin/amp_step.h"
 #include "plugin/bucket_exchange.h"
 #include "plugin/comm/counting_communicator.h"
 #include "plugin/config/config.h"
 #include "plugin/engine.h"
+#include "plugin/local_sgd_averaging.h"
 #include "plugin/logger.h"
 #include "plugin/optimizer.h"
-#include "plugin/sync_settings.h"
-#include "plugin/timeline.h"
+#include "plugin/parameter_set.h"
+#include "plugin/step_timeline.h"
 #include "sync_policies/sync_policy.h"
 
 namespace gw {
-
-// A parameter of the training program: its values stay where the program keeps them.
-struct ParameterSpec {
-  std::string name;
-  float* value = nullptr;
-  std::size_t numel = 0;
-};
 
 struct DistributedOptimizerOptions {
   // Programmatic configuration; the environment's GRADWIRE_* variables override it.
@@ -72,65 +66,6 @@ struct CompressionStats {
   std::int64_t dense_fallbacks = 0;
 };
 
-// One parameter averaging of local SGD.
-struct AveragingPoint {
-  std::int64_t step = 0;         // after this step's update (0-based)
-  std::int64_t local_steps = 0;  // local steps since the previous averaging (or the switch)
-  std::int64_t k = 0;            // the period in force when this point was reached
-  std::int64_t next_k = 0;       // the period from here on (adaptive_local_sgd changes it)
-  bool has_loss = false;         // adaptive_local_sgd: loss is the mean training loss over ranks
-  double loss = 0.0;             // and over the steps since the previous scheduled point
-  bool requested = false;        // synchronize_parameters(), outside the schedule
-};
-
-// What the sync policy did over the run so far (the same on every rank).
-struct SyncStats {
-  std::string policy;
-  std::int64_t gradient_exchanges = 0;   // steps whose gradients were exchanged
-  std::int64_t parameter_exchanges = 0;  // averagings of the parameters (= points.size())
-  std::int64_t state_exchanges = 0;      // averagings of the optimizer state
-  std::vector<AveragingPoint> points;
-};
-
-// Note [Optimizer state under local SGD]
-// Local SGD averages parameters; the inner optimizer's state (momentum, Adam moments) stays each
-// rank's own by default, as in Lin et al.'s local SGD and PyTorch's PostLocalSGDOptimizer. With
-// GRADWIRE_LOCAL_SGD_AVERAGE_STATE=1 every array of Optimizer::state_buffers() is averaged (fp32)
-// at every averaging point as well, which doubles (SGD momentum) or triples (Adam) the bytes of a
-// point. With plain SGD, or any optimizer linear in its gradients and state, k = 1 equals
-// synchronous SGD either way.
-//
-// Note [Parameter averaging wire]
-// Averaging points go through BucketExchange, as gradients do, with the bytes charged to the
-// parameter kind. Under GRADWIRE_COMPRESSOR=none the parameters themselves are summed in fp32 and
-// scaled by 1/n. Under fp16 each rank sends w - anchor, its change since the previous averaging
-// point (the anchor, identical on every rank), which fp16 represents far better than w itself:
-// rounding falls on the small delta, not on the weight. Every rank then sets w = anchor +
-// average(delta) and the anchor to that value. Either way every rank computes the same bits from
-// the same reduced buffer, so after a point all ranks hold identical parameters.
-
-// Note [Mixed precision in the step]
-// Under GRADWIRE_AMP=1 the program multiplies its loss by loss_scale() before backward (the
-// reference trainer scales the loss's gradient), so the gradients reach the flat buffer scaled,
-// and fp16 ops' gradients that would flush to zero survive. The step then unscales them and
-// checks them for inf and NaN in one fused pass per bucket (kernels::scale_and_check_finite), in
-// one of two places, so that every rank reaches the same decision:
-// - after the exchange, when it is a dense one of a stateless compressor (none, or fp16, which
-//   GRADWIRE_AMP_COMM_FP16=1 makes of none): every rank then holds the same reduced bits, and an
-//   inf or NaN on any rank is in everyone's sum, so no extra collective is needed. The 1/n of the
-//   average stays where it always is (Note [Who divides by the world size]), so the pass has one
-//   factor for the whole bucket. The scaled gradients travel on the fp16 wire, which is where
-//   loss scaling keeps small values representable; a sum that leaves fp16's range is an overflow
-//   like any other.
-// - before the exchange, for topk and dgc (their residuals and DGC's momentum accumulate across
-//   steps, stay fp32 and must never hold a scaled or non-finite value) and on local SGD's local
-//   steps (no exchange at all): each rank unscales and checks its own gradient, then one max
-//   allreduce of a 4-byte flag (control traffic) makes the decision common. On an overflow the
-//   exchange does not run.
-// A step with an overflow anywhere is skipped on every rank: the inner optimizer does not run, so
-// parameters and optimizer state are untouched, and the loss scaler backs off (amp::LossScaler).
-// The step count, the sync policy's schedule and the compressor's warm-up still advance.
-
 // Note [Buckets in the step]
 // The flat gradient buffer is cut into buckets (Note [Bucket plan], GRADWIRE_FUSION_THRESHOLD_MB).
 // gradient_ready(i) marks parameter i's gradient final; a bucket whose gradients are all final is
@@ -165,13 +100,13 @@ class DistributedOptimizer {
   float* gradient(std::size_t i);
   std::vector<float*> gradient_views();
   std::size_t num_parameters() const { return params_.size(); }
-  std::size_t gradient_numel() const { return flat_gradients_.size(); }
+  std::size_t gradient_numel() const { return params_.numel(); }
   // The buckets (Note [Bucket plan]) and, for the last step that exchanged or checked gradients,
   // the order the engine ran their jobs in (tests check it is the plan order on every rank).
   const fusion::BucketPlan& bucket_plan() const { return plan_; }
   const std::vector<std::size_t>& last_run_order() const { return run_order_; }
   // This rank's timeline file (GRADWIRE_TIMELINE), or "" when off.
-  std::string timeline_path() const { return timeline_ ? timeline_->path() : ""; }
+  std::string timeline_path() const { return timeline_.path(); }
 
   // Backward calls this as soon as parameter i's gradient is final; a bucket whose gradients are
   // all final is exchanged on the engine thread right away (Note [Buckets in the step]), so the
@@ -210,45 +145,58 @@ class DistributedOptimizer {
 
   // Mixed precision (Note [Mixed precision in the step]): what the program multiplies its loss by
   // before backward; 1 when GRADWIRE_AMP=0.
-  float loss_scale() const { return scaler_ ? scaler_->scale() : 1.0f; }
+  float loss_scale() const { return amp_.loss_scale(); }
   // The settings read at construction (ops: the policy the program's ops consult).
-  const AmpSettings& amp_settings() const { return amp_; }
+  const AmpSettings& amp_settings() const { return amp_.settings(); }
   // The loss scaler (scale history, skipped steps); null when GRADWIRE_AMP=0.
-  const amp::LossScaler* loss_scaler() const { return scaler_.get(); }
+  const amp::LossScaler* loss_scaler() const { return amp_.scaler(); }
   // What the gradients travel as: "fp32", "fp16" or "sparse" (topk/dgc messages).
   const std::string& gradient_wire() const { return gradient_wire_; }
 
   // The whole state a resumed run needs beside the parameters: the step count, the compressor's
   // state (residuals, DGC momentum), the inner optimizer's, the sync policy's (schedule, adaptive
-  // reference, the loss since the last averaging point, the fp16 anchor) and the loss scaler's. load_state
-  // throws std::runtime_error on a stream from another configuration or layout, leaving
-  // everything as it was.
+  // reference, the loss since the last averaging point, the fp16 anchor) and the loss scaler's
+  // (Note [Optimizer state stream]). load_state throws std::runtime_error on a stream from
+  // another configuration or layout, leaving everything as it was.
   void save_state(std::ostream& out) const;
   void load_state(std::istream& in);
 
   const config::Config& config() const { return config_; }
   const CompressionStats& compression_stats() const { return stats_; }
-  const SyncStats& sync_stats() const { return sync_stats_; }
-  const sync_policies::SyncPolicy& sync_policy() const { return policy_; }
+  const SyncStats& sync_stats() const { return local_sgd_->stats(); }
+  const sync_policies::SyncPolicy& sync_policy() const { return local_sgd_->policy(); }
   Optimizer& inner() { return *inner_; }
   CountingCommunicator& communicator() { return *comm_; }
   std::int64_t steps() const { return steps_; }
   const Logger& logger() const { return log_; }
 
  private:
-  struct Registered {
-    ParameterSpec spec;
-    std::size_t offset = 0;  // into flat_gradients_
+  // What a launched bucket's job does this step.
+  enum class Job { kNone, kExchange, kCheck, kAverageParameters };
+  // What the current step has done so far: reset when a step ends (and by load_state), so no
+  // flag outlives its step.
+  struct StepFacts {
+    bool loss_reported = false;  // report_loss() ran
+    bool synchronized = false;   // synchronize_gradients() ran: step() exchanges nothing more
+    // Set when the step's gradients start (the first gradient_ready, or step() without any).
+    struct Gradients {
+      Job job = Job::kNone;
+      bool exchanging = false;    // the policy exchanges this step's gradients
+      bool job_overflow = false;  // an AMP check in a bucket job found inf or NaN (this rank)
+      bool overflow = false;      // the gradients overflowed on some rank: skip the update
+      bool exchanged = false;     // the exchange ran
+      std::size_t dense_tensors = 0, sparse_tensors = 0;  // for the debug log
+      bool dense_fallback = false;
+    } gradients;
   };
 
-  std::string layout_canonical() const;
+  // The first gradient_ready of a step (or step() without any): what this step's bucket jobs do.
+  void begin_gradients();
   // Releases what gradient_ready did not, waits for every bucket and, when AMP checks before the
   // exchange, votes on an overflow and exchanges. Afterwards each parameter's gradient times
   // needed_scale(i) is what the inner optimizer must use (on a local step: this rank's own
   // gradient, scale 1).
   void collect_gradients();
-  // The first gradient_ready of a step (or step() without any): what this step's bucket jobs do.
-  void begin_gradients();
   // Hands the `count` buckets the launch tracker just released to the engine; throws the engine's
   // failure (wait_engine) if a job has failed.
   void launch_released(std::size_t count);
@@ -260,95 +208,52 @@ class DistributedOptimizer {
   // Compressor and collectives over bucket b. Afterwards each of its parameters' gradient is the
   // sum over ranks times multiplier_[i].
   void exchange_bucket(std::size_t b);
+  // The AMP unscale-and-check of bucket b, timed from `begin`.
+  void check_bucket(std::size_t b, StepTimeline::TimePoint begin);
   // Waits for the engine; an engine failure becomes an exception naming rank, step and bucket.
   void wait_engine();
   void throw_if_failed() const;
   // For the calls that use the communicator on the calling thread: not while buckets are in
   // flight (std::logic_error), nor after an engine failure.
   void check_between_steps(const char* what) const;
-  // Writes this step's events to the timeline and flushes it.
-  void record_timeline(std::int64_t step, Timeline::Clock::time_point wait_begin,
-                       Timeline::Clock::time_point wait_end,
-                       Timeline::Clock::time_point update_end);
   // multiplier_ of a gradient the inner optimizer can use as it is: 1/n (average) or 1 (sum).
   float target_multiplier() const;
   // What the inner optimizer must multiply parameter i's gradient by.
   float needed_scale(std::size_t i) const;
-  // Mixed precision: divides bucket b's gradients by the loss scale in one pass and returns true
-  // when all are finite.
-  bool unscale_and_check(std::size_t b);
-  // Mixed precision: max-allreduce of this rank's overflow flag; true when any rank overflowed.
-  bool any_rank_overflowed(bool overflow);
-  // Averages the parameters (and state) over ranks; `scheduled`: an averaging point of the policy.
+  // Local SGD: averages the parameters over ranks on the engine, then the state and the schedule
+  // (LocalSgdAveraging); `scheduled`: an averaging point of the policy.
   void average_parameters(bool scheduled);
-  // Local SGD's averaging of bucket b's parameters (fp32 sum, or fp16 deltas), on the engine.
-  void average_bucket(std::size_t b);
-  void average_state();
+  // The per-step compression figures, once the step's gradients were exchanged.
+  void count_compression();
+  void log_startup(double threshold_mib) const;
 
   std::shared_ptr<CountingCommunicator> comm_;
   std::unique_ptr<Optimizer> inner_;
   config::Config config_;
   Logger log_;
   bool average_ = true;
-  std::vector<Registered> params_;
-  std::vector<float> flat_gradients_;
+  ParameterSet params_;
   std::unique_ptr<compressors::Compressor> compressor_;
+  std::string gradient_wire_;
   // Tensor fusion (Note [Buckets in the step]): one view and one exchange (its reusable buffers)
-  // per bucket, over the gradients and over parameter_flat_ for local SGD's averaging.
+  // per bucket of the flat gradient buffer.
   fusion::BucketPlan plan_;
   std::vector<compressors::BucketView> buckets_;
   std::vector<BucketExchange> exchanges_;
-  std::vector<compressors::BucketView> parameter_buckets_;
-  std::vector<BucketExchange> parameter_exchanges_;
   fusion::LaunchTracker tracker_{fusion::BucketPlan{}};
-  enum class Job { kNone, kExchange, kCheck, kAverageParameters };
-  Job job_ = Job::kNone;      // what a launched bucket's job does this step
-  bool exchanging_ = false;   // this step exchanges gradients
-  bool job_overflow_ = false;  // an AMP check in a bucket job found inf or NaN (this rank)
+  std::vector<float> multiplier_;  // per parameter: 1 (sum) or 1/n (average)
+  StepFacts facts_;
   std::vector<std::size_t> run_order_;
-  std::size_t step_dense_tensors_ = 0, step_sparse_tensors_ = 0;  // for the debug log
-  bool step_fallback_ = false;
   Options::InjectedFailure inject_;
   std::string failure_;  // set once the engine failed: the optimizer is unusable
-  // Timeline (Note [Timeline format]): per bucket, when this step's phases began and ended.
-  struct BucketTimes {
-    Timeline::Clock::time_point released, started;  // first release; the exchange job's start
-    ExchangeTimes exchange;                         // the exchange job's phases
-    Timeline::Clock::time_point check_begin, check_end, average_begin, average_end;
-    bool exchange_ran = false, check_ran = false, average_ran = false;
-  };
-  std::unique_ptr<Timeline> timeline_;
-  std::vector<BucketTimes> times_;
-  Timeline::Clock::time_point first_ready_, previous_step_end_;
-  std::vector<float> multiplier_;   // per parameter: 1 (sum) or 1/n (average)
-  bool synchronized_ = false;       // synchronize_gradients() ran since the last step()
   CompressionStats stats_;
   std::int64_t measure_from_step_ = 0;  // per-step figures count from here
   std::uint64_t bytes_at_warmup_end_ = 0;
-  // Local SGD (Note [Parameter averaging wire]).
-  sync_policies::SyncPolicy policy_;
-  bool average_state_ = false;
-  bool delta_wire_ = false;  // fp16: parameters travel as deltas from anchor_
-  std::unique_ptr<compressors::Compressor> parameter_compressor_;
-  std::vector<float> parameter_flat_;
-  std::vector<float> anchor_;
-  bool anchor_valid_ = false;
-  BucketExchange state_exchange_;
-  compressors::BucketView state_bucket_;
-  std::vector<float> state_flat_;
-  std::int64_t local_steps_since_average_ = 0;
-  double loss_sum_ = 0.0;          // this rank's losses since the last scheduled point
-  std::int64_t loss_count_ = 0;
-  bool loss_reported_ = false;     // in the current step
-  SyncStats sync_stats_;
-  std::vector<ParameterView> views_;
-  // Mixed precision (Note [Mixed precision in the step]).
-  AmpSettings amp_;
-  std::unique_ptr<amp::LossScaler> scaler_;
-  bool check_after_exchange_ = false;  // stateless dense exchange: unscale the reduced gradients
-  bool overflow_ = false;              // this step's gradients overflowed on some rank
-  bool exchanged_ = false;             // this step's gradients were exchanged
-  std::string gradient_wire_;
+  // The collaborators: local SGD (Note [Parameter averaging wire]), mixed precision (Note [Mixed
+  // precision in the step]), the timeline (Note [Timeline format]).
+  std::unique_ptr<LocalSgdAveraging> local_sgd_;
+  AmpStep amp_{AmpSettings{}, compressors::Kind::kNone};
+  StepTimeline timeline_{0};
   std::int64_t steps_ = 0;
   // Last, so that it is destroyed first: its thread runs jobs over the members above.
   std::unique_ptr<Engine> engine_;

@@ -67,7 +67,7 @@ class Optimizer {
   }
 
   // GRADWIRE_LOCAL_SGD_AVERAGE_STATE=1 averages these arrays over ranks at every averaging point
-  // of local SGD (Note [Optimizer state under local SGD] in plugin/distributed_optimizer.h). An
+  // of local SGD (Note [Optimizer state under local SGD] in plugin/local_sgd_averaging.h). An
   // optimizer returns every float array of its state, in the same order on every rank (empty
   // before state exists, e.g. before the first step, or when it keeps none); nullopt means it does
   // not expose its state, and gradwire refuses that setting with a configuration error. Scalars

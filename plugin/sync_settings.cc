@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "compressors/kind.h"
 #include "plugin/config/params.h"
 
 namespace gw {
@@ -72,7 +73,7 @@ SyncSettings read_sync_settings(const config::Config& config) {
   }
   if (mode != SyncMode::kEveryStep) {
     const std::string compressor = config.get_string(keys::kCompressor);
-    if (compressor == "topk" || compressor == "dgc") {
+    if (compressors::is_sparse(compressors::parse_kind(compressor))) {
       throw config::ConfigError(
           current + " cannot be combined with " + setting(config, keys::kCompressor) + ": " +
           compressor +

@@ -16,6 +16,16 @@ for pure in fusion compressors sync_policies amp; do
   check "$pure" "plugin/|reference_trainer/|mpi.h|nccl.h" "$pure/ must stay pure"
 done
 check plugin "reference_trainer/" "plugin/ includes the trainer"
+# DistributedOptimizer is the step's state machine; its collaborators (the parameter set, local
+# SGD's averaging, the AMP step, the step timeline, the optimizer-state stream) are driven by it
+# and never reach back into it or into the engine that runs its jobs.
+for part in parameter_set local_sgd_averaging amp_step step_timeline optimizer_state_stream; do
+  for f in plugin/$part.h plugin/$part.cc; do
+    [ -f "$f" ] || { echo "FAIL: $f is missing (a collaborator of DistributedOptimizer)"; fail=1; continue; }
+    hits=$(grep -nE '#include "plugin/(distributed_optimizer|engine)\.h"' "$f" || true)
+    if [ -n "$hits" ]; then echo "FAIL: $f includes the state machine or its engine:"; echo "$hits"; fail=1; fi
+  done
+done
 cub=$(grep -rlnE "#include [<\"](cub/|thrust/)" --include='*.h' --include='*.cc' kernels plugin reference_trainer 2>/dev/null || true)
 if [ -n "$cub" ]; then echo "FAIL: CUB/Thrust included outside .cu files: $cub"; fail=1; fi
 [ $fail -eq 0 ] && echo "ok: layering holds"

@@ -1,0 +1,243 @@
+#include "plugin/local_sgd_averaging.h"
+
+#include <cstring>
+#include <istream>
+#include <ostream>
+#include <sstream>
+#include <stdexcept>
+
+#include "common/binary_stream.h"
+#include "compressors/fp16_compressor.h"
+#include "compressors/none_compressor.h"
+#include "plugin/config/params.h"
+
+namespace gw {
+
+LocalSgdAveraging::LocalSgdAveraging(const SyncSettings& settings, bool fp16_deltas,
+                                     Communicator& comm, Optimizer& inner,
+                                     const ParameterSet& params, const fusion::BucketPlan& plan)
+    : comm_(comm),
+      inner_(inner),
+      params_(params),
+      plan_(plan),
+      policy_(settings.policy),
+      average_state_(settings.average_state),
+      fp16_deltas_(fp16_deltas) {
+  if (fp16_deltas_) {
+    wire_ = std::make_unique<compressors::Fp16Compressor>();
+  } else {
+    wire_ = std::make_unique<compressors::NoneCompressor>();
+  }
+  flat_.assign(params.numel(), 0.0f);
+  buckets_ = params.bucket_views(plan, flat_.data());
+  exchanges_.resize(plan.size());
+  stats_.policy = policy_.name();
+}
+
+void LocalSgdAveraging::add_loss(std::int64_t step, double loss) {
+  if (step >= policy_.options().begin_step) {
+    loss_sum_ += loss;
+    ++loss_count_;
+  }
+}
+
+void LocalSgdAveraging::check_loss_reported(std::int64_t step, bool reported) const {
+  if (policy_.needs_loss() && step >= policy_.options().begin_step && !reported) {
+    throw std::logic_error(std::string(config::keys::kSync) + "=" + policy_.name() +
+                           " adapts its period to the training loss: call report_loss(loss) "
+                           "before step() (missing at step " +
+                           std::to_string(step) + ")");
+  }
+}
+
+void LocalSgdAveraging::before_update(bool local_step) {
+  if (!local_step) {
+    anchor_valid_ = false;
+    return;
+  }
+  if (fp16_deltas_ && !anchor_valid_) {
+    anchor_.resize(flat_.size());
+    params_.gather_values(anchor_.data());
+    anchor_valid_ = true;
+  }
+  ++local_steps_since_average_;
+}
+
+void LocalSgdAveraging::average_bucket(std::size_t b) {
+  const fusion::Bucket& bucket = plan_.buckets[b];
+  const float inv_n = 1.0f / static_cast<float>(comm_.size());
+  float* flat = flat_.data();
+  for (std::size_t i = bucket.begin; i < bucket.end; ++i) {
+    const ParameterSet::Registered& p = params_[i];
+    if (fp16_deltas_) {
+      const float* w = p.spec.value;
+      const float* a = anchor_.data() + p.offset;
+      float* d = flat + p.offset;
+      for (std::size_t j = 0; j < p.spec.numel; ++j) d[j] = w[j] - a[j];
+    } else {
+      std::memcpy(flat + p.offset, p.spec.value, p.spec.numel * sizeof(float));
+    }
+  }
+  // fp16 comes back averaged (each rank sends delta / n); fp32 comes back summed.
+  exchanges_[b].run(comm_, *wire_, buckets_[b], TrafficKind::kParameter);
+  for (std::size_t i = bucket.begin; i < bucket.end; ++i) {
+    const ParameterSet::Registered& p = params_[i];
+    float* w = p.spec.value;
+    const float* avg = flat + p.offset;
+    if (fp16_deltas_) {
+      float* a = anchor_.data() + p.offset;
+      for (std::size_t j = 0; j < p.spec.numel; ++j) {
+        w[j] = a[j] + avg[j];
+        a[j] = w[j];
+      }
+    } else {
+      for (std::size_t j = 0; j < p.spec.numel; ++j) w[j] = avg[j] * inv_n;
+    }
+  }
+}
+
+void LocalSgdAveraging::finish_point(std::int64_t step, bool scheduled, const Logger& log) {
+  if (average_state_) average_state();
+  AveragingPoint point;
+  point.step = step;
+  point.local_steps = local_steps_since_average_;
+  point.k = policy_.period();
+  point.requested = !scheduled;
+  if (scheduled) {
+    double loss = 0.0;
+    if (policy_.needs_loss()) {
+      double sums[2] = {loss_sum_, static_cast<double>(loss_count_)};
+      comm_.allreduce(sums, 2, DataType::kFloat64, ReduceOp::kSum, TrafficKind::kControl);
+      loss = sums[0] / sums[1];
+      point.has_loss = true;
+      point.loss = loss;
+    }
+    policy_.averaged(step, loss, inner_.learning_rate());
+    loss_sum_ = 0.0;
+    loss_count_ = 0;
+  }
+  point.next_k = policy_.period();
+  stats_.points.push_back(point);
+  ++stats_.parameter_exchanges;
+  local_steps_since_average_ = 0;
+  if (log.enabled(LogLevel::kDebug)) {
+    log.log(LogLevel::kDebug, "step %lld: %s parameter averaging after %lld local steps%s",
+            static_cast<long long>(point.step), scheduled ? "scheduled" : "requested",
+            static_cast<long long>(point.local_steps),
+            point.has_loss ? (", mean loss " + std::to_string(point.loss) + ", next k " +
+                              std::to_string(point.next_k))
+                                 .c_str()
+                           : "");
+  }
+}
+
+void LocalSgdAveraging::average_state() {
+  std::vector<StateBuffer> buffers = *inner_.state_buffers();
+  std::size_t total = 0;
+  for (const auto& b : buffers) total += b.numel;
+  if (state_bucket_.tensors.empty() && total > 0) {
+    // First time: every rank must hold the same layout, or the allreduce would mix arrays.
+    std::int64_t mine[2] = {static_cast<std::int64_t>(buffers.size()),
+                            static_cast<std::int64_t>(total)};
+    std::int64_t high[2] = {mine[0], mine[1]}, low[2] = {mine[0], mine[1]};
+    comm_.allreduce(high, 2, DataType::kInt64, ReduceOp::kMax, TrafficKind::kControl);
+    comm_.allreduce(low, 2, DataType::kInt64, ReduceOp::kMin, TrafficKind::kControl);
+    if (high[0] != low[0] || high[1] != low[1]) {
+      throw std::runtime_error(
+          "GRADWIRE_LOCAL_SGD_AVERAGE_STATE: ranks hold different optimizer state layouts (" +
+          std::to_string(low[0]) + " to " + std::to_string(high[0]) + " arrays, " +
+          std::to_string(low[1]) + " to " + std::to_string(high[1]) + " floats)");
+    }
+    state_flat_.assign(total, 0.0f);
+    std::size_t offset = 0;
+    for (std::size_t i = 0; i < buffers.size(); ++i) {
+      state_bucket_.tensors.push_back({i, offset, buffers[i].numel});
+      offset += buffers[i].numel;
+    }
+    state_bucket_.data = state_flat_.data();
+    state_bucket_.numel = total;
+  }
+  if (total == 0) return;
+  if (total != state_flat_.size() || buffers.size() != state_bucket_.tensors.size()) {
+    throw std::runtime_error("GRADWIRE_LOCAL_SGD_AVERAGE_STATE: " + inner_.name() +
+                             "'s state layout changed during the run");
+  }
+  std::size_t offset = 0;
+  for (const auto& b : buffers) {
+    std::memcpy(state_flat_.data() + offset, b.values, b.numel * sizeof(float));
+    offset += b.numel;
+  }
+  compressors::NoneCompressor fp32;
+  state_exchange_.run(comm_, fp32, state_bucket_, TrafficKind::kParameter);
+  const float inv_n = 1.0f / static_cast<float>(comm_.size());
+  offset = 0;
+  for (const auto& b : buffers) {
+    const float* sum = state_flat_.data() + offset;
+    for (std::size_t j = 0; j < b.numel; ++j) b.values[j] = sum[j] * inv_n;
+    offset += b.numel;
+  }
+  ++stats_.state_exchanges;
+}
+
+namespace {
+
+// Errors name the call the program made.
+constexpr const char* kLoadContext = "DistributedOptimizer::load_state";
+
+template <typename T>
+T get(std::istream& in) {
+  return binary::get<T>(in, kLoadContext);
+}
+
+}  // namespace
+
+void LocalSgdAveraging::save_state(std::ostream& out) const {
+  using binary::put;
+  policy_.save_state(out);
+  put<double>(out, loss_sum_);
+  put<std::int64_t>(out, loss_count_);
+  put<std::int64_t>(out, local_steps_since_average_);
+  put<std::uint8_t>(out, anchor_valid_ ? 1 : 0);
+  const std::uint64_t anchor_size = anchor_valid_ ? anchor_.size() : 0;
+  put<std::uint64_t>(out, anchor_size);
+  out.write(reinterpret_cast<const char*>(anchor_.data()),
+            static_cast<std::streamsize>(anchor_size * sizeof(float)));
+}
+
+void LocalSgdAveraging::load_state(std::istream& in) {
+  std::stringstream policy_before;
+  policy_.save_state(policy_before);
+  double loss_sum = 0;
+  std::int64_t loss_count = 0, local_steps = 0;
+  bool anchor_valid = false;
+  std::vector<float> anchor;
+  try {
+    policy_.load_state(in);
+    loss_sum = get<double>(in);
+    loss_count = get<std::int64_t>(in);
+    local_steps = get<std::int64_t>(in);
+    const auto flag = get<std::uint8_t>(in);
+    const auto anchor_size = get<std::uint64_t>(in);
+    anchor_valid = flag == 1;
+    if (flag > 1 || loss_count < 0 || local_steps < 0 ||
+        anchor_size != (anchor_valid ? flat_.size() : 0)) {
+      throw std::runtime_error(
+          "DistributedOptimizer::load_state: the local SGD state does not fit this layout (anchor "
+          "of " +
+          std::to_string(anchor_size) + " floats, " + std::to_string(flat_.size()) +
+          " parameters)");
+    }
+    anchor.resize(anchor_size);
+    binary::read_bytes(in, anchor.data(), anchor_size * sizeof(float), kLoadContext);
+  } catch (...) {
+    policy_.load_state(policy_before);
+    throw;
+  }
+  loss_sum_ = loss_sum;
+  loss_count_ = loss_count;
+  local_steps_since_average_ = local_steps;
+  anchor_valid_ = anchor_valid;
+  if (anchor_valid_) anchor_.swap(anchor);
+}
+
+}  // namespace gw

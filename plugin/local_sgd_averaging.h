@@ -1,0 +1,128 @@
+// LocalSgdAveraging: local SGD's side of DistributedOptimizer's step (GRADWIRE_SYNC): the policy's
+// schedule, the averaging of the parameters bucket by bucket (on the engine, with the fp16
+// anchor) and of the optimizer state, the training loss adaptive_local_sgd adapts to, and what
+// happened over the run (SyncStats). The optimizer decides when; this does the averaging.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compressors/compressor.h"
+#include "fusion/bucket_plan.h"
+#include "plugin/bucket_exchange.h"
+#include "plugin/comm/communicator.h"
+#include "plugin/logger.h"
+#include "plugin/optimizer.h"
+#include "plugin/parameter_set.h"
+#include "plugin/sync_settings.h"
+#include "sync_policies/sync_policy.h"
+
+namespace gw {
+
+// One parameter averaging of local SGD.
+struct AveragingPoint {
+  std::int64_t step = 0;         // after this step's update (0-based)
+  std::int64_t local_steps = 0;  // local steps since the previous averaging (or the switch)
+  std::int64_t k = 0;            // the period in force when this point was reached
+  std::int64_t next_k = 0;       // the period from here on (adaptive_local_sgd changes it)
+  bool has_loss = false;         // adaptive_local_sgd: loss is the mean training loss over ranks
+  double loss = 0.0;             // and over the steps since the previous scheduled point
+  bool requested = false;        // synchronize_parameters(), outside the schedule
+};
+
+// What the sync policy did over the run so far (the same on every rank).
+struct SyncStats {
+  std::string policy;
+  std::int64_t gradient_exchanges = 0;   // steps whose gradients were exchanged
+  std::int64_t parameter_exchanges = 0;  // averagings of the parameters (= points.size())
+  std::int64_t state_exchanges = 0;      // averagings of the optimizer state
+  std::vector<AveragingPoint> points;
+};
+
+// Note [Optimizer state under local SGD]
+// Local SGD averages parameters; the inner optimizer's state (momentum, Adam moments) stays each
+// rank's own by default, as in Lin et al.'s local SGD and PyTorch's PostLocalSGDOptimizer. With
+// GRADWIRE_LOCAL_SGD_AVERAGE_STATE=1 every array of Optimizer::state_buffers() is averaged (fp32)
+// at every averaging point as well, which doubles (SGD momentum) or triples (Adam) the bytes of a
+// point. With plain SGD, or any optimizer linear in its gradients and state, k = 1 equals
+// synchronous SGD either way.
+//
+// Note [Parameter averaging wire]
+// Averaging points go through BucketExchange, as gradients do, with the bytes charged to the
+// parameter kind. Under GRADWIRE_COMPRESSOR=none the parameters themselves are summed in fp32 and
+// scaled by 1/n. Under fp16 each rank sends w - anchor, its change since the previous averaging
+// point (the anchor, identical on every rank), which fp16 represents far better than w itself:
+// rounding falls on the small delta, not on the weight. Every rank then sets w = anchor +
+// average(delta) and the anchor to that value. Either way every rank computes the same bits from
+// the same reduced buffer, so after a point all ranks hold identical parameters.
+
+class LocalSgdAveraging {
+ public:
+  // fp16_deltas: GRADWIRE_COMPRESSOR=fp16 (the configured compressor, not AMP's gradient wire).
+  // Keeps references to comm, inner and params, which must outlive it.
+  LocalSgdAveraging(const SyncSettings& settings, bool fp16_deltas, Communicator& comm,
+                    Optimizer& inner, const ParameterSet& params, const fusion::BucketPlan& plan);
+
+  const sync_policies::SyncPolicy& policy() const { return policy_; }
+  const SyncStats& stats() const { return stats_; }
+  bool exchanges_gradients(std::int64_t step) const { return policy_.exchanges_gradients(step); }
+  bool averages_after(std::int64_t step) const { return policy_.averages_after(step); }
+  void count_gradient_exchange() { ++stats_.gradient_exchanges; }
+  // Local steps since the last averaging: synchronize_parameters has nothing to do at 0.
+  std::int64_t local_steps_since_average() const { return local_steps_since_average_; }
+
+  // This rank's training loss for `step`; a period's loss counts from the switch to local steps.
+  void add_loss(std::int64_t step, double loss);
+  // Throws std::logic_error when the policy adapts to the loss and the program did not report
+  // one for `step`.
+  void check_loss_reported(std::int64_t step, bool reported) const;
+
+  // Before the inner optimizer's update. A local step after synchronous ones (or the start) takes
+  // the fp16 anchor from the parameters, which are then the same on every rank; a synchronous
+  // step moves them away from it.
+  void before_update(bool local_step);
+
+  // The engine's job for bucket b of an averaging point (Note [Parameter averaging wire]).
+  void average_bucket(std::size_t b);
+  // Once every bucket is averaged: the optimizer state (GRADWIRE_LOCAL_SGD_AVERAGE_STATE), then
+  // the schedule (`scheduled`: a point of the policy after step `step`'s update; otherwise one
+  // that synchronize_parameters() requested after it) and the record of the point.
+  void finish_point(std::int64_t step, bool scheduled, const Logger& log);
+
+  // The policy's state, this rank's loss since the last scheduled point, the local steps since
+  // the last averaging and the fp16 anchor (Note [Optimizer state stream]). load_state throws
+  // std::runtime_error on a stream that does not fit, leaving everything as it was.
+  void save_state(std::ostream& out) const;
+  void load_state(std::istream& in);
+
+ private:
+  void average_state();
+
+  Communicator& comm_;
+  Optimizer& inner_;
+  const ParameterSet& params_;
+  const fusion::BucketPlan& plan_;
+  sync_policies::SyncPolicy policy_;
+  bool average_state_ = false;
+  bool fp16_deltas_ = false;  // parameters travel as deltas from anchor_
+  std::unique_ptr<compressors::Compressor> wire_;
+  // One view and one exchange per gradient bucket, over flat_ (the parameters, or their deltas).
+  std::vector<float> flat_;
+  std::vector<compressors::BucketView> buckets_;
+  std::vector<BucketExchange> exchanges_;
+  std::vector<float> anchor_;
+  bool anchor_valid_ = false;
+  BucketExchange state_exchange_;
+  compressors::BucketView state_bucket_;
+  std::vector<float> state_flat_;
+  std::int64_t local_steps_since_average_ = 0;
+  double loss_sum_ = 0.0;  // this rank's losses since the last scheduled point
+  std::int64_t loss_count_ = 0;
+  SyncStats stats_;
+};
+
+}  // namespace gw

@@ -1,0 +1,90 @@
+#include "plugin/parameter_set.h"
+
+#include <cstring>
+#include <set>
+#include <stdexcept>
+
+namespace gw {
+
+ParameterSet::ParameterSet(std::vector<ParameterSpec> params) {
+  std::set<std::string> names;
+  std::size_t offset = 0;
+  for (auto& p : params) {
+    if (p.value == nullptr || p.numel == 0) {
+      throw std::invalid_argument("DistributedOptimizer: parameter '" + p.name +
+                                  "' has no values (null pointer or zero elements)");
+    }
+    if (!names.insert(p.name).second) {
+      throw std::invalid_argument("DistributedOptimizer: parameter name '" + p.name +
+                                  "' registered twice");
+    }
+    params_.push_back(Registered{std::move(p), offset});
+    offset += params_.back().spec.numel;
+  }
+  gradients_.assign(offset, 0.0f);
+  views_.reserve(params_.size());
+  for (const Registered& p : params_) {
+    views_.push_back(
+        ParameterView{p.spec.name, p.spec.value, gradients_.data() + p.offset, p.spec.numel});
+  }
+}
+
+std::vector<std::size_t> ParameterSet::numels() const {
+  std::vector<std::size_t> out;
+  out.reserve(params_.size());
+  for (const Registered& p : params_) out.push_back(p.spec.numel);
+  return out;
+}
+
+std::vector<compressors::BucketView> ParameterSet::bucket_views(const fusion::BucketPlan& plan,
+                                                                float* flat) const {
+  std::vector<compressors::BucketView> views;
+  views.reserve(plan.size());
+  for (const fusion::Bucket& b : plan.buckets) {
+    compressors::BucketView view;
+    view.index = b.index;
+    view.data = flat + b.offset;
+    view.numel = b.numel;
+    for (std::size_t i = b.begin; i < b.end; ++i) {
+      view.tensors.push_back({i, params_[i].offset - b.offset, params_[i].spec.numel});
+    }
+    views.push_back(std::move(view));
+  }
+  return views;
+}
+
+std::string ParameterSet::bucket_names(const fusion::Bucket& bucket) const {
+  const std::string& first = params_[bucket.end - 1].spec.name;
+  return bucket.end - bucket.begin > 1 ? first + " .. " + params_[bucket.begin].spec.name : first;
+}
+
+std::string ParameterSet::layout_canonical() const {
+  std::string out;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    out += "parameter[" + std::to_string(i) + "]=" + params_[i].spec.name + " (" +
+           std::to_string(params_[i].spec.numel) + " elements)\n";
+  }
+  out += "parameters=" + std::to_string(params_.size()) + "\n";
+  return out;
+}
+
+void ParameterSet::gather_values(float* flat) const {
+  for (const Registered& p : params_) {
+    std::memcpy(flat + p.offset, p.spec.value, p.spec.numel * sizeof(float));
+  }
+}
+
+void ParameterSet::scatter_values(const float* flat) const {
+  for (const Registered& p : params_) {
+    std::memcpy(p.spec.value, flat + p.offset, p.spec.numel * sizeof(float));
+  }
+}
+
+void ParameterSet::broadcast_from_rank0(Communicator& comm) const {
+  std::vector<float> staging(numel());
+  gather_values(staging.data());
+  comm.broadcast(staging.data(), staging.size(), DataType::kFloat32, 0, TrafficKind::kParameter);
+  scatter_values(staging.data());
+}
+
+}  // namespace gw

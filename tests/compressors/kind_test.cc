@@ -1,0 +1,58 @@
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "compressors/dgc_compressor.h"
+#include "compressors/fp16_compressor.h"
+#include "compressors/kind.h"
+#include "compressors/none_compressor.h"
+#include "compressors/topk_compressor.h"
+#include "plugin/config/config.h"
+#include "plugin/config/params.h"
+
+namespace gw::compressors {
+namespace {
+
+TEST(Kind, NamesRoundTripAndUnknownNamesListTheAccepted) {
+  for (Kind k : kKinds) EXPECT_EQ(parse_kind(to_string(k)), k);
+  try {
+    parse_kind("DGC");
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'DGC'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("none, fp16, topk, dgc"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(is_sparse(Kind::kNone));
+  EXPECT_FALSE(is_sparse(Kind::kFp16));
+  EXPECT_TRUE(is_sparse(Kind::kTopk));
+  EXPECT_TRUE(is_sparse(Kind::kDgc));
+}
+
+TEST(Kind, EachCompressorNamesItsKind) {
+  SparsifyOptions s;
+  EXPECT_EQ(NoneCompressor().name(), "none");
+  EXPECT_EQ(Fp16Compressor().name(), "fp16");
+  EXPECT_EQ(TopkCompressor({4}, s).name(), "topk");
+  DgcOptions d;
+  d.sparsify = s;
+  EXPECT_EQ(DgcCompressor({4}, d).kind(), Kind::kDgc);
+}
+
+// GRADWIRE_COMPRESSOR accepts exactly the kinds, in the same order: the registry's choices are
+// what the configuration error and the README table list.
+TEST(Kind, GradwireCompressorAcceptsExactlyTheKinds) {
+  std::vector<std::string> kinds;
+  for (Kind k : kKinds) kinds.push_back(to_string(k));
+  bool found = false;
+  for (const auto& p : config::registry().params()) {
+    if (std::string(p.key) != config::keys::kCompressor) continue;
+    found = true;
+    EXPECT_EQ(std::vector<std::string>(p.choices.begin(), p.choices.end()), kinds);
+  }
+  EXPECT_TRUE(found);
+}
+
+}  // namespace
+}  // namespace gw::compressors
