@@ -50,9 +50,9 @@ constexpr ParamDecl kParams[] = {
 #undef GW_PARAM
 };
 
-// Note [Declaring a parameter]: the slips in params.def that Registry::add would otherwise find
-// at startup, checked once per declaration so that the compiler's message names the key and the
-// lines of params.def it is declared on.
+// A key declared twice, or without the GRADWIRE_ prefix, stops the build rather than the program
+// (Note [Declaring a parameter]). One static_assert per declaration, so that the compiler's
+// message names the key and the lines of params.def that declare it.
 constexpr int declarations_of(std::string_view key) {
   int n = 0;
   for (const ParamDecl& p : kParams) n += p.key == key ? 1 : 0;
