@@ -1,45 +1,35 @@
-// Every GRADWIRE_* parameter of gradwire, by key. Each is declared once, with its type, default,
-// accepted values and description, in params.cc.
+// gradwire's own GRADWIRE_* parameters: their registry, and a constant for each key. The
+// parameters themselves are declared in params.def (Note [Declaring a parameter]).
 #pragma once
 
 #include "plugin/config/registry.h"
 
+// Note [Declaring a parameter]
+// Each GRADWIRE_* parameter is written in one place: a GW_PARAM statement in
+// plugin/config/params.def that gives the name of its key constant, the key, type, default,
+// accepted values, flags and description. That file is a list with no code of its own (an
+// X-macro list); each place that includes it first defines GW_PARAM to pick what it needs:
+// - below, `inline constexpr const char* kName = "GRADWIRE_..."` in gw::config::keys, the
+//   constants the code reads parameters by (config.get_int(keys::kLocalSgdK)). They stay plain
+//   const char*, so that messages can be built from them (std::string(keys::kSync) + "=").
+// - in params.cc, a constexpr table of the declarations, from which registry() builds its
+//   ParamSpecs in the list's order; then a static_assert per declaration over that table.
+// So a slip in the list stops the build rather than the program: a name declared twice redefines
+// its constant, and the static_asserts name a key declared twice (under two names) or one
+// without the GRADWIRE_ prefix. Only a default that does not parse is left to Registry::add, when
+// registry() is first built (config_test builds it).
+// A new parameter is one GW_PARAM in params.def, read through its keys:: constant; then
+// ./gradwire.sh readme-table regenerates the table of docs/CONFIGURATION.md.
+
 namespace gw::config {
 
-// The registry of every gradwire parameter.
+// The registry of every gradwire parameter, in params.def's order.
 const Registry& registry();
 
 namespace keys {
-inline constexpr const char* kCompressor = "GRADWIRE_COMPRESSOR";
-inline constexpr const char* kDgcSparsity = "GRADWIRE_DGC_SPARSITY";
-inline constexpr const char* kDgcRampupBeginStep = "GRADWIRE_DGC_RAMPUP_BEGIN_STEP";
-inline constexpr const char* kDgcRampupSteps = "GRADWIRE_DGC_RAMPUP_STEPS";
-inline constexpr const char* kDgcSampleRatio = "GRADWIRE_DGC_SAMPLE_RATIO";
-inline constexpr const char* kDgcMinNumel = "GRADWIRE_DGC_MIN_NUMEL";
-inline constexpr const char* kDgcMomentumMasking = "GRADWIRE_DGC_MOMENTUM_MASKING";
-inline constexpr const char* kDgcClipNorm = "GRADWIRE_DGC_CLIP_NORM";
-inline constexpr const char* kSync = "GRADWIRE_SYNC";
-inline constexpr const char* kLocalSgdK = "GRADWIRE_LOCAL_SGD_K";
-inline constexpr const char* kLocalSgdBeginStep = "GRADWIRE_LOCAL_SGD_BEGIN_STEP";
-inline constexpr const char* kAdaptiveInitK = "GRADWIRE_ADAPTIVE_INIT_K";
-inline constexpr const char* kAdaptiveMaxK = "GRADWIRE_ADAPTIVE_MAX_K";
-inline constexpr const char* kLocalSgdAverageState = "GRADWIRE_LOCAL_SGD_AVERAGE_STATE";
-inline constexpr const char* kAmp = "GRADWIRE_AMP";
-inline constexpr const char* kAmpAllow = "GRADWIRE_AMP_ALLOW";
-inline constexpr const char* kAmpDeny = "GRADWIRE_AMP_DENY";
-inline constexpr const char* kAmpInitScale = "GRADWIRE_AMP_INIT_SCALE";
-inline constexpr const char* kAmpGrowthInterval = "GRADWIRE_AMP_GROWTH_INTERVAL";
-inline constexpr const char* kAmpGrowthFactor = "GRADWIRE_AMP_GROWTH_FACTOR";
-inline constexpr const char* kAmpBackoffFactor = "GRADWIRE_AMP_BACKOFF_FACTOR";
-inline constexpr const char* kAmpMinScale = "GRADWIRE_AMP_MIN_SCALE";
-inline constexpr const char* kAmpDynamic = "GRADWIRE_AMP_DYNAMIC";
-inline constexpr const char* kAmpCommFp16 = "GRADWIRE_AMP_COMM_FP16";
-inline constexpr const char* kFusionThresholdMb = "GRADWIRE_FUSION_THRESHOLD_MB";
-inline constexpr const char* kTimeline = "GRADWIRE_TIMELINE";
-inline constexpr const char* kGradientReduction = "GRADWIRE_GRADIENT_REDUCTION";
-inline constexpr const char* kBroadcastParameters = "GRADWIRE_BROADCAST_PARAMETERS";
-inline constexpr const char* kLogLevel = "GRADWIRE_LOG_LEVEL";
-inline constexpr const char* kMpiWait = "GRADWIRE_MPI_WAIT";
+#define GW_PARAM(name, key, ...) inline constexpr const char* name = key;
+#include "plugin/config/params.def"
+#undef GW_PARAM
 }  // namespace keys
 
 }  // namespace gw::config

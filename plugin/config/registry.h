@@ -1,5 +1,5 @@
-// The registry of typed GRADWIRE_* parameters: each declared once with its key, type, default,
-// accepted values and a one-line description, and parsed strictly.
+// The registry of typed GRADWIRE_* parameters: each with its key, type, default, accepted values
+// and a one-line description, and parsed strictly. gradwire's own are listed in params.def.
 #pragma once
 
 #include <cstdint>
@@ -62,7 +62,8 @@ using Value = std::variant<bool, std::int64_t, double, std::string, std::vector<
 class Registry {
  public:
   // Throws std::logic_error on a duplicate key, a key without the GRADWIRE_ prefix, or a default
-  // that does not parse: those are programming errors, caught by the tests at startup.
+  // that does not parse: programming errors. For gradwire's own parameters the first two stop
+  // the build already (Note [Declaring a parameter]); the tests build registry() for the third.
   void add(ParamSpec spec);
 
   const ParamSpec* find(std::string_view key) const;
