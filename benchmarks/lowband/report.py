@@ -1,0 +1,286 @@
+"""The lowband report: its JSON (every field made here, Note [Lowband report fields]), what one
+run and one probe contribute to it, the comparisons with dense, the Markdown and the plot."""
+
+import os
+import platform
+import shutil
+
+from .common import HarnessError, log, sh
+from .launch import launcher_version
+
+# TCP payload per Ethernet frame with a 1500-byte MTU and TCP timestamps: tbf counts whole frames.
+FRAME_BYTES, PAYLOAD_BYTES = 1514, 1448
+
+# Note [Lowband report fields]
+# The JSON holds figures and settings only; what they mean is written here and in docs/LOWBAND.md.
+#   harness, command        "gradwire_lowband" and the command line of the run
+#   shaped, shaping         false and "none" under --no-shaping (loopback TCP on one machine),
+#                           else true and "tbf": every link direction shaped in its namespace
+#   settings                the training's settings, one per option, and steps_per_epoch
+#   machine, mpi_flavor     cores, kernel, launcher version, TCP congestion control; openmpi or
+#                           mpich, with mpi_mca (Open MPI's parameters) or mpi_env (MPICH's)
+#   rates                   the rates run, Mbit/s per host and direction ([null] when unshaped)
+#   links[rate]             the tbf settings of every queue (each host's eth0 egress and the
+#                           switch port's egress towards it) and qdisc_stats_after, tc's counters
+#   probes[rate]            a fixed-size allreduce's medians (bare MPI, gradwire); shaped, also
+#                           predicted_seconds: 2(n-1)/n x the bytes each host sends in a
+#                           bandwidth-optimal allreduce, x FRAME_BYTES/PAYLOAD_BYTES for
+#                           Ethernet/IP/TCP framing, at the rate; and measured_over_predicted
+#   runs                    one per strategy x rate (run_entry, failed_run_entry), then
+#                           add_comparisons: speedup_vs_dense = dense's time to target / this
+#                           run's at the same rate, speedup_vs_dense_at_least when dense never got
+#                           there (dense's training time / this run's time to target);
+#                           gradient_bytes_vs_dense_after_warmup, exchange_bytes_vs_dense
+#   plot, markdown          the paths of the PNG (null without gnuplot) and of the Markdown
+
+
+def new_report(command, args, shaped):
+    return {
+        "harness": "gradwire_lowband",
+        "command": command,
+        "shaped": shaped,
+        "shaping": "tbf" if shaped else "none",
+        "settings": {"hosts": args.hosts, "model": args.model, "epochs": args.epochs,
+                     "batch_size": args.batch_size, "lr": args.lr, "momentum": args.momentum,
+                     "seed": args.seed, "target_accuracy": args.target_accuracy,
+                     "time_budget": args.time_budget, "eval_every": args.eval_every,
+                     "steps_per_epoch": args.steps_per_epoch, "train_subset": args.train_subset,
+                     "test_subset": args.test_subset},
+        "rates": [],
+        "probes": {},
+        "links": {},
+        "runs": [],
+    }
+
+
+def add_machine(report, cluster, mpi, mpi_settings):
+    facts = {"cores": os.cpu_count(), "kernel": platform.release(),
+             "mpi": launcher_version(mpi), "tcp_congestion_control": "unknown"}
+    try:
+        if cluster:
+            facts["tcp_congestion_control"] = cluster.tcp_congestion_control()
+        else:
+            with open("/proc/sys/net/ipv4/tcp_congestion_control") as f:
+                facts["tcp_congestion_control"] = f.read().strip()
+    except (HarnessError, OSError):
+        pass
+    report["machine"] = facts
+    report["mpi_flavor"] = mpi["flavor"]
+    report.update({f"mpi_{k}": v for k, v in mpi_settings.items()})
+
+
+def link_entry(rate_mbit, burst_bytes, latency):
+    return {"qdisc": "tbf", "rate": f"{rate_mbit}mbit", "burst_bytes": burst_bytes,
+            "latency": latency}
+
+
+def probe_entry(row, size, rate_mbit, hosts):
+    """A gradwire_bench_allreduce report's row, against the rate's prediction when shaped."""
+    out = {"bytes": size, "mpi_allreduce_seconds": row["mpi_seconds"],
+           "gradwire_seconds": row["gradwire_seconds"], "iterations": row["iterations"],
+           "wrong": row["wrong"]}
+    if rate_mbit:
+        wire = 2 * (hosts - 1) / hosts * size * FRAME_BYTES / PAYLOAD_BYTES
+        predicted = wire * 8 / (rate_mbit * 1e6)
+        out.update(predicted_seconds=predicted,
+                   measured_over_predicted=row["mpi_seconds"] / predicted)
+    return out
+
+
+def time_to_target(history, target):
+    for h in history:
+        if h["test_accuracy"] >= target:
+            return h["train_seconds"], h["step"]
+    return None, None
+
+
+def run_entry(strategy, rate, env, r, trainer_report, log_path, args):
+    """One run, from its gradwire_train report r."""
+    t, step = time_to_target(r["history"], args.target_accuracy)
+    traffic = r["traffic"]
+    comp = r.get("compression", {})
+    grad_step = r["gradient_bytes_per_step"]
+    after = comp.get("gradient_bytes_per_step_after_warmup") or 0.0
+    if comp.get("compressor") not in ("topk", "dgc") or not comp.get("steps_after_warmup"):
+        after = grad_step
+    return {
+        "strategy": strategy,
+        "rate_mbit": rate,
+        "env": env,
+        "final_test_accuracy": r["final_test_accuracy"],
+        "time_to_target_seconds": t,
+        "step_at_target": step,
+        "epochs_done": r["steps"] / max(1, args.steps_per_epoch),
+        "steps": r["steps"],
+        "stopped_by_time_budget": r["stopped_by_time_budget"],
+        "train_seconds": r["train_seconds"],
+        "wall_seconds": r["wall_seconds"],
+        "samples_per_second": r["samples_per_second"],
+        "gradient_bytes_per_step": grad_step,
+        "gradient_bytes_per_step_after_warmup": after,
+        "parameter_bytes_per_step": traffic["parameter"]["sent_bytes_per_step_max_rank"],
+        "exchange_bytes_per_step": r["exchange_bytes_per_step"],
+        "gradient_bytes_per_rank": traffic["gradient"]["sent_bytes_max_rank"],
+        "parameter_bytes_per_rank": traffic["parameter"]["sent_bytes_max_rank"],
+        "amp_skipped_steps": r["amp"].get("skipped_steps", 0) if r["amp"].get("enabled") else 0,
+        "history": [{"step": h["step"], "train_seconds": h["train_seconds"],
+                     "test_accuracy": h["test_accuracy"],
+                     "exchange_bytes": h["gradient_bytes_sent"] + h["parameter_bytes_sent"]}
+                    for h in r["history"]],
+        "trainer_report": trainer_report,
+        "log": log_path,
+    }
+
+
+def failed_run_entry(strategy, rate, env, error, log_path):
+    return {"strategy": strategy, "rate_mbit": rate, "env": env, "error": error, "log": log_path}
+
+
+def add_comparisons(runs):
+    """speedup_vs_dense: dense's time to target / this run's, at the same rate."""
+    for run in runs:
+        dense = next((d for d in runs if d["strategy"] == "dense" and
+                      d["rate_mbit"] == run["rate_mbit"] and "error" not in d), None)
+        run["speedup_vs_dense"] = None
+        run["speedup_vs_dense_at_least"] = None
+        run["gradient_bytes_vs_dense_after_warmup"] = None
+        run["exchange_bytes_vs_dense"] = None
+        if dense is None or "error" in run:
+            continue
+        if run["gradient_bytes_per_step_after_warmup"] > 0:
+            run["gradient_bytes_vs_dense_after_warmup"] = (
+                dense["gradient_bytes_per_step"] / run["gradient_bytes_per_step_after_warmup"])
+        if run["exchange_bytes_per_step"] > 0:
+            run["exchange_bytes_vs_dense"] = (dense["exchange_bytes_per_step"] /
+                                              run["exchange_bytes_per_step"])
+        t, td = run["time_to_target_seconds"], dense["time_to_target_seconds"]
+        if t and td:
+            run["speedup_vs_dense"] = td / t
+        elif t and td is None:
+            # Dense never got there: it trained train_seconds without reaching the target.
+            run["speedup_vs_dense_at_least"] = dense["train_seconds"] / t
+
+
+def probe_problem(report, tolerance):
+    """Why the probes fail --check-probe tolerance, or None."""
+    for rate, probe in report["probes"].items():
+        ratio = probe.get("measured_over_predicted")
+        if ratio is not None and abs(ratio - 1) > tolerance:
+            return (f"at {rate} Mbit/s the allreduce took {ratio:.2f}x the predicted time "
+                    f"(accepted within {tolerance:.0%})")
+        if probe.get("wrong"):
+            return f"the probe's allreduce gave {probe['wrong']} wrong elements"
+    return None
+
+
+def fmt(v, spec, none="-"):
+    return none if v is None else format(v, spec)
+
+
+def markdown(report):
+    s = report["settings"]
+    lines = [f"# gradwire lowband report", ""]
+    if not report["shaped"]:
+        lines += ["**UNSHAPED: `--no-shaping`, loopback TCP on one machine. These figures say "
+                  "nothing about a slow network.**", ""]
+    lines += [f"- Command: `{report['command']}`",
+              f"- {s['hosts']} hosts x 1 rank, model {s['model']}, batch {s['batch_size']} per "
+              f"rank, lr {s['lr']}, momentum {s['momentum']}, seed {s['seed']}, {s['epochs']} "
+              f"epochs ({s['steps_per_epoch']} steps each), time budget {s['time_budget']} s, "
+              f"target accuracy {s['target_accuracy']}, evaluation every {s['eval_every']} steps",
+              f"- Machine: {report['machine']['cores']} cores, Linux {report['machine']['kernel']}, "
+              f"{report['machine']['mpi']}, TCP congestion control "
+              f"{report['machine']['tcp_congestion_control']}",
+              ("- OpenMPI MCA: " + " ".join(f"`{k}={v}`" for k, v in report["mpi_mca"].items()
+                                            if k not in ("plm_rsh_agent",)))
+              if "mpi_mca" in report else
+              ("- MPICH environment: " + " ".join(f"`{k}={v}`"
+                                                  for k, v in report["mpi_env"].items())),
+              "- Times are training seconds (evaluation excluded); bytes are the busiest rank's "
+              "sent bytes from gradwire's counters.", ""]
+    for rate in report["rates"]:
+        title = f"{rate} Mbit/s per host (tbf)" if rate else "loopback, UNSHAPED"
+        lines += [f"## {title}", ""]
+        probe = report["probes"].get(str(rate))
+        if probe and probe.get("predicted_seconds"):
+            lines += [f"Shaping check: one {probe['bytes'] / 1e6:.2f} MB MPI_Allreduce took "
+                      f"{probe['mpi_allreduce_seconds']:.3f} s (median), "
+                      f"{probe['measured_over_predicted']:.2f}x the {probe['predicted_seconds']:.3f}"
+                      f" s the rate predicts.", ""]
+        if not any(r["rate_mbit"] == rate for r in report["runs"]):
+            continue
+        lines += ["| strategy | final acc | time to target (s) | speedup vs dense | "
+                  "grad B/step after warm-up | dense grad B / this | param B/step | "
+                  "exchange B/step | samples/s | epochs |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        for r in report["runs"]:
+            if r["rate_mbit"] != rate:
+                continue
+            if "error" in r:
+                lines.append(f"| {r['strategy']} | failed: {r['error']} | | | | | | | | |")
+                continue
+            speed = fmt(r["speedup_vs_dense"], ".1f")
+            if r["speedup_vs_dense_at_least"]:
+                speed = f">= {r['speedup_vs_dense_at_least']:.1f}"
+            ttt = fmt(r["time_to_target_seconds"], ".1f", "never")
+            budget = " (budget)" if r["stopped_by_time_budget"] else ""
+            lines.append(
+                f"| {r['strategy']} | {r['final_test_accuracy']:.4f} | {ttt} | {speed} | "
+                f"{r['gradient_bytes_per_step_after_warmup']:,.0f} | "
+                f"{fmt(r['gradient_bytes_vs_dense_after_warmup'], '.1f')} | "
+                f"{r['parameter_bytes_per_step']:,.0f} | {r['exchange_bytes_per_step']:,.0f} | "
+                f"{r['samples_per_second']:,.0f} | {r['epochs_done']:.2f}{budget} |")
+        lines.append("")
+    if report.get("plot"):
+        lines += [f"![accuracy against bytes and time]({os.path.basename(report['plot'])})", ""]
+    return "\n".join(lines)
+
+
+def plot(report, path, workdir):
+    """Accuracy against bytes and against time, one row per rate: the PNG's path, or None."""
+    if shutil.which("gnuplot") is None:
+        log("gnuplot not found (Debian package gnuplot-nox): no plot")
+        return None
+    rates = [rate for rate in report["rates"]
+             if any(r["rate_mbit"] == rate and "error" not in r for r in report["runs"])]
+    if not rates:
+        return None
+    datadir = os.path.join(workdir, "plotdata")
+    os.makedirs(datadir, exist_ok=True)
+    label = "" if report["shaped"] else " (UNSHAPED loopback)"
+    script = [f"set terminal pngcairo size 1400,{420 * len(rates)} font ',10'",
+              f"set output '{path}'",
+              f"set multiplot layout {len(rates)},2 title 'gradwire lowband: "
+              f"{report['settings']['hosts']} hosts, {report['settings']['model']}{label}'",
+              "set termoption noenhanced", "set key bottom right font ',8'", "set grid",
+              "set ylabel 'test accuracy'"]
+    target = report["settings"]["target_accuracy"]
+    for rate in rates:
+        runs = [r for r in report["runs"] if r["rate_mbit"] == rate and "error" not in r]
+        files = []
+        for r in runs:
+            fn = os.path.join(datadir, f"{rate}_{r['strategy'].replace('+', '_')}.dat")
+            with open(fn, "w") as f:
+                for h in r["history"]:
+                    f.write(f"{h['train_seconds']} {h['test_accuracy']} "
+                            f"{max(h['exchange_bytes'], 1)}\n")
+            files.append((fn, r["strategy"]))
+        name = f"{rate} Mbit/s" if rate else "loopback"
+        for xcol, xlabel, fmt_x in ((3, "bytes sent per rank (gradients + parameters)", "%.0s%cB"),
+                                    (1, "training time, evaluation excluded (s)", "%g")):
+            script.append("set logscale x")
+            script.append(f"set format x '{fmt_x}'")
+            script.append(f"set xlabel '{xlabel}'")
+            script.append(f"set title '{name}'")
+            parts = [f"'{fn}' using {xcol}:2 with linespoints title '{s}'" for fn, s in files]
+            parts.append(f"{target} with lines dashtype 2 lc rgb 'black' title 'target'")
+            script.append("plot " + ", ".join(parts))
+    script.append("unset multiplot")
+    gp = os.path.join(workdir, "plot.gp")
+    with open(gp, "w") as f:
+        f.write("\n".join(script) + "\n")
+    p = sh(["gnuplot", gp], check=False)
+    if p.returncode != 0:
+        log(f"gnuplot failed: {p.stderr.strip()}")
+        return None
+    return path
