@@ -9,8 +9,9 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <numeric>
+#include <limits>
 #include <map>
+#include <numeric>
 #include <random>
 #include <set>
 #include <thread>
@@ -332,7 +333,8 @@ TEST(Timeline, AThreeStepRunWritesEveryBucketsPhasesAndEveryStep) {
 
 TEST(Timeline, ChecksAndAveragingsUnderAmpAndLocalSgdHaveTheirOwnSpans) {
   // Local steps under AMP: every bucket's job is the check, and every second step ends with an
-  // averaging through the same buckets; neither may borrow the other's times.
+  // averaging through the same buckets; neither may borrow the other's times. Rank 0's inf at
+  // step 2 skips that step on every rank, and the program's track says so.
   const auto comm = world();
   ManyTensors model;
   const std::string base = timeline_base();
@@ -348,6 +350,9 @@ TEST(Timeline, ChecksAndAveragingsUnderAmpAndLocalSgdHaveTheirOwnSpans) {
     for (int step = 0; step < 4; ++step) {
       for (std::size_t i = model.values.size(); i-- > 0;) {
         std::fill(opt.gradient(i), opt.gradient(i) + model.values[i].size(), 1.0f);
+        if (step == 2 && i == 0 && comm->rank() == 0) {
+          opt.gradient(0)[0] = std::numeric_limits<float>::infinity();
+        }
         opt.gradient_ready(i);
       }
       opt.step();
@@ -364,6 +369,8 @@ TEST(Timeline, ChecksAndAveragingsUnderAmpAndLocalSgdHaveTheirOwnSpans) {
     EXPECT_EQ((count[{"queued", step}]), 6) << "step " << step;
     EXPECT_EQ((count[{"encode", step}]), 0) << "step " << step;
     EXPECT_EQ((count[{"average parameters", step}]), step % 2 == 1 ? 6 : 0) << "step " << step;
+    EXPECT_EQ((count[{"inner optimizer", step}]), step == 2 ? 0 : 1) << "step " << step;
+    EXPECT_EQ((count[{"step skipped (overflow)", step}]), step == 2 ? 1 : 0) << "step " << step;
   }
 }
 
