@@ -3,8 +3,8 @@
 //
 //   mpirun -np 4 gradwire_bench_allreduce --report allreduce.json
 //
-// For each size, three paths are timed in rotation (barrier, time one call, per iteration) and the
-// medians are compared, so drift on a shared machine hits all alike:
+// For each size, three paths are timed in rotation (Note [Rotation]; barrier, time one call, per
+// iteration) and the medians are compared, so drift on a shared machine hits all alike:
 //   gw      DistributedOptimizer::step() with an inner optimizer that does no work but accepts the
 //           gradient scale: the counting communicator and the sum allreduce, with the division by
 //           the world size folded into the optimizer's own loop (Note [Who divides by the world

@@ -4,8 +4,8 @@
 //
 //   gradwire_bench_compress --report compress.json [--numel 25000000] [--sparsity 0.999]
 //
-// Three paths are timed in rotation, one call each per repeat, and their medians compared, so
-// drift on a shared machine hits all alike:
+// Three paths are timed in rotation (Note [Rotation]), one call each per repeat, and their medians
+// compared, so drift on a shared machine hits all alike:
 //   encode  gw::kernels::TopkSelector::select (sampled threshold, one streaming scan, exact cut
 //           among the candidates), then packing (int32 index, float value) pairs into a
 //           preallocated buffer. The seed changes every repeat (a new sample each time); the
