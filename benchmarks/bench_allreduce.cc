@@ -3,8 +3,8 @@
 //
 //   mpirun -np 4 gradwire_bench_allreduce --report allreduce.json
 //
-// For each size, three paths are timed in rotation (barrier, time one call, per iteration) and the
-// medians are compared, so drift on a shared machine hits all alike:
+// For each size, three paths are timed in rotation (Note [Rotation]; barrier, time one call, per
+// iteration) and the medians are compared, so drift on a shared machine hits all alike:
 //   gw      DistributedOptimizer::step() with an inner optimizer that does no work but accepts the
 //           gradient scale: the counting communicator and the sum allreduce, with the division by
 //           the world size folded into the optimizer's own loop (Note [Who divides by the world
@@ -16,27 +16,30 @@
 #include <mpi.h>
 
 #include <algorithm>
-#include <cmath>
+#include <cstdint>
 #include <cstdio>
-#include <fstream>
-#include <istream>
-#include <ostream>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "benchmarks/bench_mpi_util.h"
-#include "benchmarks/bench_report.h"
-#include "plugin/comm/mpi/mpi_runtime.h"
-#include "plugin/config/params.h"
+#include "benchmarks/bench_mpi_driver.h"
+#include "benchmarks/bench_workload.h"
 #include "plugin/distributed_optimizer.h"
 
 namespace {
 
-using gw::bench::max_over_ranks;
-using gw::bench::median;
 using gw::bench::NoUpdate;
+
+constexpr const char* kMethod =
+    "median over rotating iterations of the slowest rank's time; gradwire = "
+    "DistributedOptimizer::step with an inner optimizer that applies the 1/n gradient scale "
+    "in its own loop (the path of gradwire_train's SGD and Adam); "
+    "gradwire_separate_divide = DistributedOptimizer::synchronize_gradients (sum allreduce "
+    "+ a pass dividing by n); mpi = MPI_Allreduce(MPI_IN_PLACE, MPI_SUM) of the same "
+    "floats";
 
 }  // namespace
 
@@ -53,9 +56,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
-  gw::MpiRuntime mpi(&argc, &argv);
-  auto comm = std::make_shared<gw::CountingCommunicator>(gw::make_mpi_world_communicator());
-  const int n = comm->size(), rank = comm->rank();
+  gw::bench::MpiBench bench("gradwire_bench_allreduce", report_path, &argc, &argv);
+  const int n = bench.size(), rank = bench.rank();
   const double bus_factor = n > 1 ? 2.0 * (n - 1) / n : 0.0;
 
   if (rank == 0) {
@@ -69,12 +71,10 @@ int main(int argc, char** argv) {
   for (std::size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 2) {
     const std::size_t count = bytes / sizeof(float);
     std::vector<float> param(count, 0.0f), plain(count);
-    gw::DistributedOptimizerOptions options;
-    options.read_environment = false;
-    options.config.set(gw::config::keys::kLogLevel, "warn");
-    gw::DistributedOptimizer opt(comm, std::make_unique<NoUpdate>(true),
+    const gw::DistributedOptimizerOptions options = gw::bench::make_options("");
+    gw::DistributedOptimizer opt(bench.comm(), std::make_unique<NoUpdate>(true),
                                  {{"flat", param.data(), count}}, options);
-    gw::DistributedOptimizer opt_div(comm, std::make_unique<NoUpdate>(false),
+    gw::DistributedOptimizer opt_div(bench.comm(), std::make_unique<NoUpdate>(false),
                                      {{"flat", param.data(), count}}, options);
     float* grad = opt.gradient(0);
     std::fill(opt_div.gradient(0), opt_div.gradient(0) + count, 1.0f);
@@ -88,49 +88,26 @@ int main(int argc, char** argv) {
     }
     MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
 
-    // Warm-up, then iterations sized to the budget from one timed call of each.
     std::fill(grad, grad + count, 1.0f);
     std::fill(plain.begin(), plain.end(), 1.0f);
-    for (int w = 0; w < 3; ++w) {
-      opt.step();
-      opt_div.synchronize_gradients();
-      MPI_Allreduce(MPI_IN_PLACE, plain.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
-                    MPI_COMM_WORLD);
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
-    double probe = MPI_Wtime();
-    MPI_Allreduce(MPI_IN_PLACE, plain.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
-                  MPI_COMM_WORLD);
-    probe = MPI_Wtime() - probe;
-    MPI_Allreduce(MPI_IN_PLACE, &probe, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    enum { kGw, kDiv, kMpi };
+    const gw::bench::Variants variants = {
+        {"gw", [&] { opt.step(); }},
+        {"gw+div", [&] { opt_div.synchronize_gradients(); }},
+        {"mpi", [&] {
+           MPI_Allreduce(MPI_IN_PLACE, plain.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
+                         MPI_COMM_WORLD);
+         }}};
+    // Warm-up, then iterations sized to the budget from one timed call of the bare allreduce.
+    gw::bench::warm_up(variants, 3);
+    const double probe = gw::bench::slowest(gw::bench::time_once(variants[kMpi].run));
     const int iters = std::clamp(static_cast<int>(seconds_per_size / (3 * probe + 1e-6)), 5, 2000);
-
-    std::vector<double> t_gw(iters), t_div(iters), t_mpi(iters);
-    for (int it = 0; it < iters; ++it) {
-      // Rotate which goes first so none always follows the same one.
-      for (int k = 0; k < 3; ++k) {
-        const int side = (it + k) % 3;
-        MPI_Barrier(MPI_COMM_WORLD);
-        const double t0 = MPI_Wtime();
-        if (side == 0) {
-          opt.step();
-        } else if (side == 1) {
-          opt_div.synchronize_gradients();
-        } else {
-          MPI_Allreduce(MPI_IN_PLACE, plain.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
-                        MPI_COMM_WORLD);
-        }
-        (side == 0 ? t_gw : side == 1 ? t_div : t_mpi)[it] = MPI_Wtime() - t0;
-      }
-      // Keep the values bounded: every call sums n copies.
-      if (it % 8 == 7) {
-        std::fill(grad, grad + count, 1.0f);
-        std::fill(plain.begin(), plain.end(), 1.0f);
-      }
-    }
-    const double gw_s = median(max_over_ranks(t_gw));
-    const double div_s = median(max_over_ranks(t_div));
-    const double mpi_s = median(max_over_ranks(t_mpi));
+    // Keep the values bounded: every call sums n copies.
+    const std::vector<double> med = gw::bench::rotate_medians(variants, iters, [&] {
+      std::fill(grad, grad + count, 1.0f);
+      std::fill(plain.begin(), plain.end(), 1.0f);
+    });
+    const double gw_s = med[kGw], div_s = med[kDiv], mpi_s = med[kMpi];
     const double ratio = gw_s / mpi_s, ratio_div = div_s / mpi_s;
     if (bytes >= (std::size_t{1} << 20)) {
       max_ratio_1mb = std::max(max_ratio_1mb, ratio);
@@ -163,23 +140,10 @@ int main(int argc, char** argv) {
         "# max ratio at or above 1 MB: %.3f (target: at most 1.05); with a separate divide "
         "pass: %.3f\n",
         max_ratio_1mb, max_ratio_div_1mb);
-    if (!report_path.empty()) {
-      nlohmann::json report = {
-          {"benchmark", "gradwire_bench_allreduce"},
-          {"world_size", n},
-          {"method",
-           "median over rotating iterations of the slowest rank's time; gradwire = "
-           "DistributedOptimizer::step with an inner optimizer that applies the 1/n gradient scale "
-           "in its own loop (the path of gradwire_train's SGD and Adam); "
-           "gradwire_separate_divide = DistributedOptimizer::synchronize_gradients (sum allreduce "
-           "+ a pass dividing by n); mpi = MPI_Allreduce(MPI_IN_PLACE, MPI_SUM) of the same "
-           "floats"},
-          {"busbw_factor", bus_factor},
-          {"rows", rows},
-          {"max_ratio_at_or_above_1MB", max_ratio_1mb},
-          {"max_ratio_separate_divide_at_or_above_1MB", max_ratio_div_1mb}};
-      if (const int rc = gw::bench::write_report(report, report_path); rc != 0) return rc;
-    }
   }
-  return 0;
+  return bench.conclude({}, kMethod,
+                        {{"busbw_factor", bus_factor},
+                         {"rows", rows},
+                         {"max_ratio_at_or_above_1MB", max_ratio_1mb},
+                         {"max_ratio_separate_divide_at_or_above_1MB", max_ratio_div_1mb}});
 }

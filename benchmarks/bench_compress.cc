@@ -4,8 +4,8 @@
 //
 //   gradwire_bench_compress --report compress.json [--numel 25000000] [--sparsity 0.999]
 //
-// Three paths are timed in rotation, one call each per repeat, and their medians compared, so
-// drift on a shared machine hits all alike:
+// Three paths are timed in rotation (Note [Rotation]), one call each per repeat, and their medians
+// compared, so drift on a shared machine hits all alike:
 //   encode  gw::kernels::TopkSelector::select (sampled threshold, one streaming scan, exact cut
 //           among the candidates), then packing (int32 index, float value) pairs into a
 //           preallocated buffer. The seed changes every repeat (a new sample each time); the
@@ -22,7 +22,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
+#include <functional>
 #include <limits>
 #include <random>
 #include <string>
@@ -31,25 +31,22 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "benchmarks/bench_report.h"
+#include "benchmarks/bench_driver.h"
 #include "kernels/topk.h"
 
 namespace {
 
-using gw::bench::verdict;
+using gw::bench::median;
 
 struct Packed {
   std::int32_t index;
   float value;
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
+// One call of `fn`, on this thread: seconds.
+double time_on_clock(const std::function<void()>& fn) {
+  const auto t0 = std::chrono::steady_clock::now();
+  fn();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
@@ -148,51 +145,48 @@ int main(int argc, char** argv) {
   float kth_magnitude = std::numeric_limits<float>::infinity();
   for (const Packed& p : exact) kth_magnitude = std::min(kth_magnitude, std::fabs(p.value));
 
-  std::vector<double> t_encode(repeats), t_nth(repeats), t_read(repeats);
   double precision_min = 1.0;
   std::size_t selected_min = k, selected_max = 0, candidates_max = 0, sample_size = 0;
   int rescans_max = 0, fallbacks = 0;
-  for (int it = 0; it < repeats; ++it) {
-    // Rotate which goes first so none always follows the same one.
-    for (int side_index = 0; side_index < 3; ++side_index) {
-      const int side = (it + side_index) % 3;
-      const auto t0 = std::chrono::steady_clock::now();
-      if (side == 0) {
-        const std::size_t count = encode(selector, grad, k, sample_ratio,
-                                         static_cast<std::uint64_t>(it + 1), indices, packed);
-        t_encode[it] = seconds_since(t0);
-        std::size_t in_top = 0;
-        for (std::size_t i = 0; i < count; ++i)
-          in_top += std::fabs(packed[i].value) >= kth_magnitude;
-        precision_min = std::min(precision_min, count ? double(in_top) / double(count) : 0.0);
-        selected_min = std::min(selected_min, count);
-        selected_max = std::max(selected_max, count);
-        const gw::kernels::TopkStats& stats = selector.last_stats();
-        rescans_max = std::max(rescans_max, stats.rescans);
-        fallbacks += stats.exact_fallback;
-        candidates_max = std::max(candidates_max, stats.candidates);
-        sample_size = stats.sample_size;
-      } else if (side == 1) {
-        exact_top_k(grad, k, scratch, exact);
-        t_nth[it] = seconds_since(t0);
-      } else {
-        checksum += read_pass(grad);
-        t_read[it] = seconds_since(t0);
-      }
-    }
-  }
+  std::size_t count = 0;   // selected by the last encode
+  std::uint64_t seed = 0;  // the repeat number, from 1
+  const gw::bench::Variants variants = {
+      {"encode",
+       [&] { count = encode(selector, grad, k, sample_ratio, ++seed, indices, packed); }},
+      {"nth", [&] { exact_top_k(grad, k, scratch, exact); }},
+      {"read", [&] { checksum += read_pass(grad); }}};
+  // Untimed, after each repeat: the figures of its encode.
+  const auto after_encode = [&](int) {
+    std::size_t in_top = 0;
+    for (std::size_t i = 0; i < count; ++i) in_top += std::fabs(packed[i].value) >= kth_magnitude;
+    precision_min = std::min(precision_min, count ? double(in_top) / double(count) : 0.0);
+    selected_min = std::min(selected_min, count);
+    selected_max = std::max(selected_max, count);
+    const gw::kernels::TopkStats& stats = selector.last_stats();
+    rescans_max = std::max(rescans_max, stats.rescans);
+    fallbacks += stats.exact_fallback;
+    candidates_max = std::max(candidates_max, stats.candidates);
+    sample_size = stats.sample_size;
+  };
+  const std::vector<std::vector<double>> times =
+      gw::bench::rotate(variants, repeats, time_on_clock, after_encode);
 
-  const double encode_s = median(t_encode), nth_s = median(t_nth), read_s = median(t_read);
+  std::vector<double> med;
+  for (const std::vector<double>& t : times) med.push_back(median(t));
+  const double encode_s = med[0], nth_s = med[1], read_s = med[2];
   const double speedup = nth_s / encode_s, vs_read = encode_s / read_s;
   const double bytes = static_cast<double>(numel) * sizeof(float);
-  const bool speedup_ok = speedup >= 10.0, read_ok = vs_read <= 3.0;
   std::printf("  %-8s %12s %10s\n", "path", "median(ms)", "GB/s");
-  std::printf("  %-8s %12.3f %10.2f\n", "encode", encode_s * 1e3, bytes / encode_s / 1e9);
-  std::printf("  %-8s %12.3f %10.2f\n", "nth", nth_s * 1e3, bytes / nth_s / 1e9);
-  std::printf("  %-8s %12.3f %10.2f\n", "read", read_s * 1e3, bytes / read_s / 1e9);
-  std::printf("# speedup vs nth_element: %.1fx (target: at least 10) %s\n", speedup,
-              verdict(speedup_ok));
-  std::printf("# encode / read pass: %.2f (target: at most 3) %s\n", vs_read, verdict(read_ok));
+  for (std::size_t v = 0; v < variants.size(); ++v) {
+    std::printf("  %-8s %12.3f %10.2f\n", variants[v].name.c_str(), med[v] * 1e3,
+                bytes / med[v] / 1e9);
+  }
+  const std::vector<gw::bench::Target> targets = {
+      gw::bench::at_least(gw::bench::format("speedup vs nth_element: %.1fx", speedup), speedup,
+                          10.0, "speedup_vs_nth_element_min", "speedup_met"),
+      gw::bench::at_most(gw::bench::format("encode / read pass: %.2f", vs_read), vs_read, 3.0,
+                         "time_vs_read_pass_max", "time_vs_read_pass_met")};
+  gw::bench::print_verdicts(targets);
   std::printf(
       "# precision (min over repeats) %.6f, selected %zu..%zu of k = %zu, max rescans %d, exact "
       "fallbacks %d, sample %zu, max candidates %zu (checksum %08x)\n",
@@ -226,11 +220,6 @@ int main(int argc, char** argv) {
       {"candidates_max", candidates_max},
       {"rescans_max", rescans_max},
       {"exact_fallbacks", fallbacks},
-      {"targets",
-       {{"speedup_vs_nth_element_min", 10.0},
-        {"time_vs_read_pass_max", 3.0},
-        {"speedup_met", speedup_ok},
-        {"time_vs_read_pass_met", read_ok}}}};
-  if (const int rc = gw::bench::write_report(report, report_path); rc != 0) return rc;
-  return 0;
+      {"targets", gw::bench::targets_json(targets)}};
+  return gw::bench::write_report(report, report_path);
 }

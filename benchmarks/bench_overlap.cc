@@ -19,7 +19,7 @@
 // exchange_only in rotation, as the timed run will, and rescales the compute so that the medians
 // keep C = ratio * E: an exchange timed back to back, the first steps of the engine, a sleep's
 // overshoot or contention for the cores would otherwise leave C and E apart.
-// Four paths are then timed in rotation (barrier, time one call on each rank, per iteration; the
+// Four paths are then timed in rotation (Note [Rotation]; barrier, time one call on each rank; the
 // slowest rank's time per iteration, then the median), so drift hits all alike:
 //   compute_only   the backward stand-in alone; no gradwire call.
 //   exchange_only  gradient_ready(i) for i = n-1 down to 0 at once, then step().
@@ -39,11 +39,8 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <functional>
-#include <istream>
 #include <memory>
-#include <ostream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -51,27 +48,44 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "benchmarks/bench_mpi_driver.h"
+#include "benchmarks/bench_workload.h"
 #include "benchmarks/resnet50_shapes.h"
-#include "benchmarks/bench_mpi_util.h"
-#include "benchmarks/bench_report.h"
-#include "plugin/comm/mpi/mpi_runtime.h"
 #include "plugin/config/params.h"
 #include "plugin/distributed_optimizer.h"
 
 namespace {
 
-using gw::bench::max_over_ranks;
-using gw::bench::median;
-using gw::bench::NoUpdate;
 using gw::bench::time_once;
-using gw::bench::verdict;
+using gw::bench::Variants;
 
-// Median over `iters` calls of the slowest rank's time.
-double median_time(const std::function<void()>& fn, int iters) {
-  std::vector<double> t(iters);
-  for (double& s : t) s = time_once(fn);
-  return median(max_over_ranks(t));
-}
+constexpr const char* kMethod =
+    "ResNet-50's 161 parameter tensors; a backward stand-in in reverse registration "
+    "order, layer by layer, each tensor's time proportional to its layer's backward "
+    "FLOPs at 224x224; compute mode sleep = the thread sleeps until each layer's "
+    "deadline (an accelerator's backward), cpu = 64x64x64 cblas_sgemm calls at a rate "
+    "calibrated on all ranks at once. Calibration: exchange_only median E alone first, "
+    "compute total set to compute_ratio * E, then a pilot rotating compute_only and "
+    "exchange_only rescales the compute so that compute = compute_ratio * exchange in the "
+    "pilot's medians. Median over rotating iterations of the slowest rank's time (barrier, then "
+    "one call): compute_only = the stand-in alone; exchange_only = gradient_ready for "
+    "every tensor (n-1 down to 0) then step(); no_overlap = the stand-in, then "
+    "gradient_ready for every tensor, then step(); overlapped = the stand-in calling "
+    "gradient_ready for each layer's tensors as it finishes them, then step(). The inner "
+    "optimizer does nothing but accept the gradient scale. "
+    "overlapped_vs_max_compute_exchange = overlapped / max(compute_only, exchange_only); "
+    "no_overlap_vs_max_compute_exchange = no_overlap / the same max; "
+    "overlapped_vs_no_overlap = overlapped / no_overlap; hidden_fraction = (no_overlap - "
+    "overlapped) / min(compute_only, exchange_only). planned_buckets reproduces the "
+    "fusion plan from the tensor sizes (reverse registration order, up to the threshold, "
+    "a larger tensor alone). wrong: elements differing from the exact sum over ranks "
+    "after one overlapped step, all ranks";
+
+struct Options {
+  std::string report_path, compute = "sleep", threshold_mb;
+  double compute_ratio = 1.0, seconds = 60.0;
+  int calibration_iterations = 7;
+};
 
 // The CPU stand-in's unit of work: C = A * B on 64x64 matrices (beta 0, so nothing grows).
 class GemmWork {
@@ -162,168 +176,111 @@ class Backward {
   GemmWork gemm_;
 };
 
-void all_ready(gw::DistributedOptimizer& opt) {
-  for (std::size_t i = opt.num_parameters(); i-- > 0;) opt.gradient_ready(i);
+// The paths, in the order of the variants' table.
+enum { kCompute, kExchange, kNoOverlap, kOverlapped };
+
+struct Calibration {
+  double exchange_first = 0, exchange_pilot = 0, compute_pilot = 0, target = 0, gemm_rate = 0;
+};
+
+// E alone, the compute set to ratio * E, then the pilot's correction (see the top).
+Calibration calibrate(Backward& backward, const Variants& paths, const Options& o, int n,
+                      const std::function<void()>& fill) {
+  Calibration c;
+  for (int w = 0; w < 3; ++w) time_once(paths[kExchange].run);
+  c.exchange_first =
+      gw::bench::rotate_medians({paths[kExchange]}, o.calibration_iterations, nullptr)[0];
+  if (o.compute == "cpu") {
+    c.gemm_rate = backward.measure_gemm_rate();
+    // Every rank does the same work: the mean rate over ranks.
+    MPI_Allreduce(MPI_IN_PLACE, &c.gemm_rate, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    c.gemm_rate /= n;
+  }
+  backward.set_time(o.compute_ratio * c.exchange_first, c.gemm_rate);
+  fill();
+  time_once(paths[kCompute].run);
+  // The pilot: compute_only and exchange_only in rotation, as the timed run will have them.
+  const std::vector<double> pilot = gw::bench::rotate_medians(
+      {paths[kCompute], paths[kExchange]}, o.calibration_iterations, nullptr);
+  c.compute_pilot = pilot[0];
+  c.exchange_pilot = pilot[1];
+  c.target = o.compute_ratio * c.exchange_pilot;
+  backward.set_time(backward.seconds() * c.target / c.compute_pilot, c.gemm_rate);
+  return c;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string report_path, compute = "sleep", threshold_mb;
-  double compute_ratio = 1.0, seconds = 60.0;
-  int calibration_iterations = 7;
+  Options o;
   CLI::App app{"gradwire: step time with and without overlap of exchange and backward (run "
                "under mpirun)"};
-  app.add_option("--report", report_path, "Write the JSON report here (rank 0)");
-  app.add_option("--compute", compute,
+  app.add_option("--report", o.report_path, "Write the JSON report here (rank 0)");
+  app.add_option("--compute", o.compute,
                  "Backward stand-in: sleep (an accelerator: the thread waits) or cpu (sgemm)")
       ->check(CLI::IsMember({"sleep", "cpu"}))
       ->capture_default_str();
-  app.add_option("--compute-ratio", compute_ratio,
+  app.add_option("--compute-ratio", o.compute_ratio,
                  "Total compute time as a multiple of the measured exchange-only step time")
       ->check(CLI::Range(0.01, 100.0))
       ->capture_default_str();
-  app.add_option("--threshold-mb", threshold_mb,
+  app.add_option("--threshold-mb", o.threshold_mb,
                  "GRADWIRE_FUSION_THRESHOLD_MB for the run (default: the registry's)");
-  app.add_option("--seconds", seconds,
+  app.add_option("--seconds", o.seconds,
                  "Rough time budget of the timed rotation, four paths together (at least 5 "
                  "iterations)")
       ->capture_default_str();
-  app.add_option("--calibration-iterations", calibration_iterations,
+  app.add_option("--calibration-iterations", o.calibration_iterations,
                  "Iterations of each calibration measurement")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-  const bool cpu = compute == "cpu";
+  const bool cpu = o.compute == "cpu";
   openblas_set_num_threads(1);  // the stand-in's work runs on the calling thread only
 
-  gw::MpiRuntime mpi(&argc, &argv);
-  auto comm = std::make_shared<gw::CountingCommunicator>(gw::make_mpi_world_communicator());
-  const int n = comm->size(), rank = comm->rank();
+  gw::bench::MpiBench bench("gradwire_bench_overlap", o.report_path, &argc, &argv);
+  const int n = bench.size(), rank = bench.rank();
 
   const std::vector<gw::bench::ModelTensor> tensors = gw::bench::resnet50_tensors();
-  std::vector<std::size_t> numels;
-  std::vector<std::size_t> offsets;
-  std::size_t total = 0;
-  for (const auto& t : tensors) {
-    numels.push_back(t.numel);
-    offsets.push_back(total);
-    total += t.numel;
-  }
-  if (tensors.size() != gw::bench::kResnet50Tensors || total != gw::bench::kResnet50Numel) {
-    if (rank == 0) {
-      std::fprintf(stderr, "ResNet-50 table: %zu tensors, %zu floats (want %zu, %zu)\n",
-                   tensors.size(), total, gw::bench::kResnet50Tensors, gw::bench::kResnet50Numel);
-    }
-    return 2;
-  }
-  std::vector<float> values(total, 0.0f);
-  std::vector<gw::ParameterSpec> specs;
-  for (std::size_t i = 0; i < tensors.size(); ++i) {
-    specs.push_back({tensors[i].name, values.data() + offsets[i], numels[i]});
-  }
+  gw::bench::Workload w = gw::bench::resnet50_workload();
+  if (!gw::bench::resnet50_table_ok(w, rank)) return 2;
 
-  gw::DistributedOptimizerOptions options;
-  options.read_environment = false;
-  options.config.set(gw::config::keys::kLogLevel, "warn");
-  if (!threshold_mb.empty()) options.config.set(gw::config::keys::kFusionThresholdMb, threshold_mb);
+  const gw::DistributedOptimizerOptions options = gw::bench::make_options(o.threshold_mb);
   const double threshold = options.config.get_float(gw::config::keys::kFusionThresholdMb);
-  const std::size_t buckets = gw::bench::fusion_bucket_count(numels, threshold);
-  gw::DistributedOptimizer opt(comm, std::make_unique<NoUpdate>(true), std::move(specs), options);
+  const std::size_t buckets = gw::bench::fusion_bucket_count(w.numels, threshold);
+  gw::DistributedOptimizer opt(bench.comm(), std::make_unique<gw::bench::NoUpdate>(true),
+                               w.specs(), options);
 
   // Values stay bounded: every step sums n copies, so the gradients go back to 1 now and then.
-  const auto fill = [&](float v) {
-    for (std::size_t i = 0; i < tensors.size(); ++i) {
-      std::fill(opt.gradient(i), opt.gradient(i) + numels[i], v);
-    }
-  };
-  fill(1.0f);
+  const auto fill = [&] { gw::bench::fill_gradients(opt, w, 1.0f); };
+  fill();
 
   Backward backward(tensors, cpu);
-  const std::vector<std::function<void()>> paths = {
-      [&] { backward.run(nullptr); },
-      [&] {
-        all_ready(opt);
-        opt.step();
-      },
-      [&] {
-        backward.run(nullptr);
-        all_ready(opt);
-        opt.step();
-      },
-      [&] {
-        backward.run(&opt);
-        opt.step();
-      }};
-  const char* names[] = {"compute_only", "exchange_only", "no_overlap", "overlapped"};
-  enum { kCompute, kExchange, kNoOverlap, kOverlapped };
-
-  // Calibration: E alone, the compute set to ratio * E, then the pilot's correction.
-  for (int w = 0; w < 3; ++w) time_once(paths[kExchange]);
-  const double exchange_first = median_time(paths[kExchange], calibration_iterations);
-  double gemm_rate = 0;
-  if (cpu) {
-    gemm_rate = backward.measure_gemm_rate();
-    // Every rank does the same work: the mean rate over ranks.
-    MPI_Allreduce(MPI_IN_PLACE, &gemm_rate, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    gemm_rate /= n;
-  }
-  backward.set_time(compute_ratio * exchange_first, gemm_rate);
-  fill(1.0f);
-  time_once(paths[kCompute]);
-  std::vector<double> pilot_compute(calibration_iterations), pilot_exchange(calibration_iterations);
-  for (int it = 0; it < calibration_iterations; ++it) {
-    if (it % 2 == 0) {  // alternate which goes first
-      pilot_compute[it] = time_once(paths[kCompute]);
-      pilot_exchange[it] = time_once(paths[kExchange]);
-    } else {
-      pilot_exchange[it] = time_once(paths[kExchange]);
-      pilot_compute[it] = time_once(paths[kCompute]);
-    }
-  }
-  const double exchange_pilot = median(max_over_ranks(pilot_exchange));
-  const double compute_pilot = median(max_over_ranks(pilot_compute));
-  const double target = compute_ratio * exchange_pilot;
-  backward.set_time(backward.seconds() * target / compute_pilot, gemm_rate);
+  const Variants paths = {{"compute_only", [&] { backward.run(nullptr); }},
+                          {"exchange_only",
+                           [&] {
+                             gw::bench::all_ready(opt);
+                             opt.step();
+                           }},
+                          {"no_overlap",
+                           [&] {
+                             backward.run(nullptr);
+                             gw::bench::all_ready(opt);
+                             opt.step();
+                           }},
+                          {"overlapped", [&] {
+                             backward.run(&opt);
+                             opt.step();
+                           }}};
+  const Calibration cal = calibrate(backward, paths, o, n, fill);
 
   // Untimed check of the overlapped path's result.
-  for (std::size_t i = 0; i < tensors.size(); ++i) {
-    float* g = opt.gradient(i);
-    for (std::size_t e = 0; e < numels[i]; ++e) {
-      g[e] = static_cast<float>(rank + 1 + (offsets[i] + e) % 5);
-    }
-  }
-  paths[kOverlapped]();
-  std::int64_t wrong = 0;
-  for (std::size_t i = 0; i < tensors.size(); ++i) {
-    const float* g = opt.gradient(i);
-    for (std::size_t e = 0; e < numels[i]; ++e) {
-      const double want = n * (n + 1) / 2.0 + n * static_cast<double>((offsets[i] + e) % 5);
-      wrong += g[e] != static_cast<float>(want);
-    }
-  }
-  MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
-  fill(1.0f);
+  const std::int64_t wrong = gw::bench::count_wrong(opt, w, rank, n, paths[kOverlapped].run);
+  fill();
 
-  // Warm-up round of every path; its time sizes the run.
-  double round = 0;
-  for (const auto& p : paths) round += time_once(p);
-  MPI_Allreduce(MPI_IN_PLACE, &round, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  const int iters = std::clamp(static_cast<int>(seconds / (round + 1e-9)), 5, 1000);
-
-  const std::size_t num_paths = paths.size();
-  std::vector<std::vector<double>> t(num_paths, std::vector<double>(iters));
-  fill(1.0f);
-  for (int it = 0; it < iters; ++it) {
-    // Rotate which goes first so none always follows the same one.
-    for (std::size_t k = 0; k < num_paths; ++k) {
-      const std::size_t side = (it + k) % num_paths;
-      t[side][it] = time_once(paths[side]);
-    }
-    if (it % 8 == 7) fill(1.0f);
-  }
-  std::vector<double> med;
-  for (auto& ts : t) med.push_back(median(max_over_ranks(ts)));
+  // One warm-up round of every path; its time sizes the run.
+  const gw::bench::Timed timed = gw::bench::run_timed(paths, 1, o.seconds, 5, fill);
+  const std::vector<double>& med = timed.median;
   const double floor_s = std::max(med[kCompute], med[kExchange]);
   const double overlapped_vs_max = med[kOverlapped] / floor_s;
   const double no_overlap_vs_max = med[kNoOverlap] / floor_s;
@@ -331,93 +288,61 @@ int main(int argc, char** argv) {
   // Of the time that overlap could hide (the shorter of compute and exchange), the part hidden.
   const double hidden =
       (med[kNoOverlap] - med[kOverlapped]) / std::min(med[kCompute], med[kExchange]);
-  const bool overlap_ok = overlapped_vs_max <= 1.15, wrong_ok = wrong == 0;
 
   if (rank == 0) {
     std::printf(
         "# gradwire_bench_overlap: %d ranks, ResNet-50 (%zu tensors, %.2f MB), compute %s, "
         "%s = %g MiB%s (%zu buckets planned)\n",
-        n, tensors.size(), total * 4 / 1e6, compute.c_str(),
+        n, tensors.size(), w.total * 4 / 1e6, o.compute.c_str(),
         gw::config::keys::kFusionThresholdMb, threshold,
-        threshold_mb.empty() ? " (default)" : "", buckets);
+        o.threshold_mb.empty() ? " (default)" : "", buckets);
     std::printf(
         "# calibration: exchange-only %.2f ms alone, %.2f ms in the pilot; compute target "
         "%.2f ms (ratio %g), %.2f ms in the pilot before its correction%s\n",
-        exchange_first * 1e3, exchange_pilot * 1e3, target * 1e3, compute_ratio,
-        compute_pilot * 1e3,
-        cpu ? (", " + std::to_string(static_cast<long long>(gemm_rate)) +
+        cal.exchange_first * 1e3, cal.exchange_pilot * 1e3, cal.target * 1e3, o.compute_ratio,
+        cal.compute_pilot * 1e3,
+        cpu ? (", " + std::to_string(static_cast<long long>(cal.gemm_rate)) +
                " sgemm(64)/s per rank")
                   .c_str()
             : "");
     std::printf("  %-14s %10s %10s\n", "path", "median(ms)", "/max(C,E)");
-    for (std::size_t p = 0; p < num_paths; ++p) {
-      std::printf("  %-14s %10.2f %10.3f\n", names[p], med[p] * 1e3, med[p] / floor_s);
+    for (std::size_t p = 0; p < paths.size(); ++p) {
+      std::printf("  %-14s %10.2f %10.3f\n", paths[p].name.c_str(), med[p] * 1e3,
+                  med[p] / floor_s);
     }
     std::printf("# iterations %d; overlapped / no_overlap %.3f; hidden %.1f%% of min(C,E); "
                 "#wrong %lld\n",
-                iters, overlapped_vs_no, 100 * hidden, static_cast<long long>(wrong));
-    std::printf("# overlapped / max(compute_only, exchange_only): %.3f (target: at most 1.15) %s\n",
-                overlapped_vs_max, verdict(overlap_ok));
-    std::printf("# wrong elements: %lld (target: 0) %s\n", static_cast<long long>(wrong),
-                verdict(wrong_ok));
-    if (!report_path.empty()) {
-      nlohmann::json report = {
-          {"benchmark", "gradwire_bench_overlap"},
-          {"world_size", n},
-          {"method",
-           "ResNet-50's 161 parameter tensors; a backward stand-in in reverse registration "
-           "order, layer by layer, each tensor's time proportional to its layer's backward "
-           "FLOPs at 224x224; compute mode sleep = the thread sleeps until each layer's "
-           "deadline (an accelerator's backward), cpu = 64x64x64 cblas_sgemm calls at a rate "
-           "calibrated on all ranks at once. Calibration: exchange_only median E alone first, "
-           "compute total set to compute_ratio * E, then a pilot rotating compute_only and "
-           "exchange_only rescales the compute so that compute = compute_ratio * exchange in the "
-           "pilot's medians. Median over rotating iterations of the slowest rank's time (barrier, then "
-           "one call): compute_only = the stand-in alone; exchange_only = gradient_ready for "
-           "every tensor (n-1 down to 0) then step(); no_overlap = the stand-in, then "
-           "gradient_ready for every tensor, then step(); overlapped = the stand-in calling "
-           "gradient_ready for each layer's tensors as it finishes them, then step(). The inner "
-           "optimizer does nothing but accept the gradient scale. "
-           "overlapped_vs_max_compute_exchange = overlapped / max(compute_only, exchange_only); "
-           "no_overlap_vs_max_compute_exchange = no_overlap / the same max; "
-           "overlapped_vs_no_overlap = overlapped / no_overlap; hidden_fraction = (no_overlap - "
-           "overlapped) / min(compute_only, exchange_only). planned_buckets reproduces the "
-           "fusion plan from the tensor sizes (reverse registration order, up to the threshold, "
-           "a larger tensor alone). wrong: elements differing from the exact sum over ranks "
-           "after one overlapped step, all ranks"},
-          {"compute_mode", compute},
-          {"compute_ratio", compute_ratio},
-          {"threshold_mb", threshold},
-          {"threshold_source", threshold_mb.empty() ? "default" : "option"},
-          {"planned_buckets", buckets},
-          {"tensors", tensors.size()},
-          {"total_bytes", 4 * total},
-          {"iterations", iters},
-          {"calibration",
-           {{"exchange_only_alone_seconds", exchange_first},
-            {"exchange_only_pilot_seconds", exchange_pilot},
-            {"compute_pilot_seconds", compute_pilot},
-            {"compute_target_seconds", target},
-            {"stand_in_seconds", backward.seconds()},
-            {"iterations", calibration_iterations},
-            {"gemm_size", GemmWork::kSize},
-            {"gemm_calls_per_second", gemm_rate}}},
-          {"seconds",
-           {{"compute_only", med[kCompute]},
-            {"exchange_only", med[kExchange]},
-            {"no_overlap", med[kNoOverlap]},
-            {"overlapped", med[kOverlapped]}}},
-          {"overlapped_vs_max_compute_exchange", overlapped_vs_max},
-          {"no_overlap_vs_max_compute_exchange", no_overlap_vs_max},
-          {"overlapped_vs_no_overlap", overlapped_vs_no},
-          {"hidden_fraction", hidden},
-          {"wrong", wrong},
-          {"targets",
-           {{"overlapped_vs_max_compute_exchange_max", 1.15},
-            {"overlapped_met", overlap_ok},
-            {"wrong_met", wrong_ok}}}};
-      if (const int rc = gw::bench::write_report(report, report_path); rc != 0) return rc;
-    }
+                timed.iterations, overlapped_vs_no, 100 * hidden, static_cast<long long>(wrong));
   }
-  return 0;
+  const std::vector<gw::bench::Target> targets = {
+      gw::bench::at_most(
+          gw::bench::format("overlapped / max(compute_only, exchange_only): %.3f",
+                            overlapped_vs_max),
+          overlapped_vs_max, 1.15, "overlapped_vs_max_compute_exchange_max", "overlapped_met"),
+      gw::bench::no_wrong_elements(wrong)};
+  return bench.conclude(
+      targets, kMethod,
+      {{"compute_mode", o.compute},
+       {"compute_ratio", o.compute_ratio},
+       {"threshold_mb", threshold},
+       {"threshold_source", o.threshold_mb.empty() ? "default" : "option"},
+       {"planned_buckets", buckets},
+       {"tensors", tensors.size()},
+       {"total_bytes", 4 * w.total},
+       {"iterations", timed.iterations},
+       {"calibration",
+        {{"exchange_only_alone_seconds", cal.exchange_first},
+         {"exchange_only_pilot_seconds", cal.exchange_pilot},
+         {"compute_pilot_seconds", cal.compute_pilot},
+         {"compute_target_seconds", cal.target},
+         {"stand_in_seconds", backward.seconds()},
+         {"iterations", o.calibration_iterations},
+         {"gemm_size", GemmWork::kSize},
+         {"gemm_calls_per_second", cal.gemm_rate}}},
+       {"seconds", gw::bench::seconds_by_name(paths, med)},
+       {"overlapped_vs_max_compute_exchange", overlapped_vs_max},
+       {"no_overlap_vs_max_compute_exchange", no_overlap_vs_max},
+       {"overlapped_vs_no_overlap", overlapped_vs_no},
+       {"hidden_fraction", hidden},
+       {"wrong", wrong}});
 }

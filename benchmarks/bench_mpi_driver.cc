@@ -1,0 +1,79 @@
+#include "benchmarks/bench_mpi_driver.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <utility>
+
+namespace gw::bench {
+
+double time_once(const std::function<void()>& fn) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double t0 = MPI_Wtime();
+  fn();
+  return MPI_Wtime() - t0;
+}
+
+double slowest(double seconds) {
+  MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return seconds;
+}
+
+std::vector<double> max_over_ranks(std::vector<double> t) {
+  MPI_Allreduce(MPI_IN_PLACE, t.data(), static_cast<int>(t.size()), MPI_DOUBLE, MPI_MAX,
+                MPI_COMM_WORLD);
+  return t;
+}
+
+std::vector<double> rotate_medians(const Variants& variants, int iterations,
+                                   const std::function<void()>& refill) {
+  const auto after = [&](int it) {
+    if (refill && it % 8 == 7) refill();
+  };
+  std::vector<double> out;
+  for (std::vector<double>& t : rotate(variants, iterations, time_once, after)) {
+    out.push_back(median(max_over_ranks(std::move(t))));
+  }
+  return out;
+}
+
+double warm_up(const Variants& variants, int rounds) {
+  double round = 0;
+  for (int r = 0; r < rounds; ++r) {
+    round = 0;
+    for (const Variant& v : variants) round += time_once(v.run);
+  }
+  return round;
+}
+
+Timed run_timed(const Variants& variants, int warm_rounds, double budget_s, int fewest,
+                const std::function<void()>& refill) {
+  const double round = slowest(warm_up(variants, warm_rounds));
+  Timed out;
+  out.iterations = std::clamp(static_cast<int>(budget_s / (round + 1e-9)), fewest, 1000);
+  if (refill) refill();
+  out.median = rotate_medians(variants, out.iterations, refill);
+  return out;
+}
+
+MpiBench::MpiBench(std::string name, std::string report_path, int* argc, char*** argv)
+    : mpi_(argc, argv),
+      comm_(std::make_shared<gw::CountingCommunicator>(gw::make_mpi_world_communicator())),
+      name_(std::move(name)),
+      report_path_(std::move(report_path)),
+      rank_(comm_->rank()),
+      size_(comm_->size()) {}
+
+int MpiBench::conclude(const std::vector<Target>& targets, const char* method,
+                       nlohmann::json fields) const {
+  if (rank_ != 0) return 0;
+  print_verdicts(targets);
+  if (report_path_.empty()) return 0;
+  fields["benchmark"] = name_;
+  fields["world_size"] = size_;
+  fields["method"] = method;
+  if (!targets.empty()) fields["targets"] = targets_json(targets);
+  return write_report(fields, report_path_);
+}
+
+}  // namespace gw::bench
