@@ -117,9 +117,9 @@ start_stress() {
 
 die() { printf '\033[1m[gradwire]\033[0m error: %s\n' "$*" >&2; exit 2; }
 
-# --sanitize: the instrumented trees beside ./build (cmake/GradwireSanitizers.cmake, Note
-# [Sanitizer trees]; docs/TESTING.md). Each builds only what its tests need; every tree runs even
-# when one fails, and the summary names the ones that failed.
+# --sanitize: the instrumented trees beside ./build (cmake/GradwireSanitizers.cmake,
+# Note "Sanitizer trees"; docs/TESTING.md). Each builds only what its tests need; every tree runs
+# even when one fails, and the summary names the ones that failed.
 sanitize_tree() {
   local kind=$1; shift
   local dir target="" select=() config=(-DCMAKE_BUILD_TYPE=Debug -DGRADWIRE_SANITIZE="$kind")
