@@ -8,8 +8,8 @@ Two forms, each checked against its own definitions (commit c3690b4 explains why
            form does not read: defined by a comment line `# Note "Name"` alone; cited anywhere as
            `Note "Name"`.
 A citation whose name matches no definition exactly (a truncated or misspelt name), and a
-citation split across lines, fail, with their file and line. Scans every text file under the root but build trees
-and hidden directories.
+citation split across lines, fail, with their file and line. Scans every text file under the
+root but build trees and hidden directories.
 
   tools/check_notes.py [--root DIR]   check the tree (default: this checkout)
   tools/check_notes.py --self-test    check that a broken citation of each form fails and a
