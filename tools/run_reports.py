@@ -72,7 +72,9 @@ def provenance(build):
 
 
 def machine(build):
-    info = {"cores": os.cpu_count(), "system": platform.platform()}
+    # The load average as the run ends: on a shared machine, how much else was running.
+    info = {"cores": os.cpu_count(), "system": platform.platform(),
+            "load_average_1_5_15_min": [round(x, 2) for x in os.getloadavg()]}
     mpi_json = os.path.join(build, "bin", "gw_mpi.json")
     if os.path.exists(mpi_json):
         with open(mpi_json) as f:
