@@ -301,9 +301,23 @@ class Accuracy:
             if s.name in ("dgc", "post_local_sgd"):
                 env = {k: v.replace("{steps_per_epoch}", str(run["steps_per_epoch"]))
                        for k, v in s.env.items()}
-                out.append(f"{env_text(env)} \\")
-                out.append(f"  mpirun -np {run['ranks']} build/bin/gradwire_train "
-                           f"{' '.join(run['args'])} --report {s.name}.json")
+                # Wrapped between words, an option kept with its value.
+                args = run["args"] + ["--report", f"{s.name}.json"]
+                words = env_text(env).split() + [
+                    f"mpirun -np {run['ranks']} build/bin/gradwire_train"]
+                for i, a in enumerate(args):
+                    if a.startswith("--") or i == 0:
+                        words.append(a)
+                    else:
+                        words[-1] += " " + a
+                line = ""
+                for w in words:
+                    if line and len(line) + len(w) + 1 > 92:
+                        out.append(line + " \\")
+                        line = "  " + w
+                    else:
+                        line = f"{line} {w}" if line else w
+                out.append(line)
         out.append("```")
         return out
 
