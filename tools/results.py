@@ -5,7 +5,9 @@
   tools/results.py --check   exit 1, with a diff, if any of them differs from what the committed
                              inputs give (the results_current test)
   tools/results.py --self-test  in a scratch copy of the inputs and outputs: --check passes, and
-                             fails after a figure in a report or in RESULTS.md is changed
+                             fails after a figure in a report or in RESULTS.md is changed, or
+                             with a link to a section RESULTS.md does not have
+Every run also checks that each RESULTS.md#section link in README.md and docs/ names a heading.
 
 Inputs, all committed: benchmarks/strategies.json, docs/reports/ (the trainer's and the
 benchmarks' JSON reports, and manifest.json, made by tools/run_reports.py) and
@@ -17,6 +19,7 @@ import difflib
 import io
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -563,6 +566,29 @@ def splice(text, name, lines, rel, source):
     return head + begin + "\n" + "\n".join(body) + "\n" + end + tail
 
 
+def slug(heading):
+    """The anchor GitHub gives a Markdown heading."""
+    text = heading.strip().lower()
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def broken_links(results_text):
+    """Links into RESULTS.md from README.md and docs/*.md whose #anchor is no heading of it."""
+    anchors = {slug(line.lstrip("#")) for line in results_text.splitlines()
+               if line.startswith("#")}
+    bad = []
+    paths = [README] + sorted(f"docs/{n}" for n in os.listdir(os.path.join(ROOT, "docs"))
+                              if n.endswith(".md"))
+    for rel in paths:
+        with open(os.path.join(ROOT, rel)) as f:
+            for n, line in enumerate(f, 1):
+                for anchor in re.findall(r"RESULTS\.md#([\w-]+)", line):
+                    if anchor not in anchors:
+                        bad.append(f"{rel}:{n}: RESULTS.md#{anchor} is no heading of RESULTS.md")
+    return bad
+
+
 def outputs():
     spec = load(STRATEGIES)
     manifest = load(f"{REPORTS}/manifest.json")
@@ -618,6 +644,12 @@ def self_test():
             with open(results, "w") as f:
                 f.write(text.replace("| `dense` |", "| `dense` | 0.9999 |", 1))
             expect("a row of RESULTS.md edited by hand", 1)
+            with open(results, "w") as f:
+                f.write(text)
+            strategies = os.path.join(tmp, STRATEGIES_DOC)
+            with open(strategies, "a") as f:
+                f.write("\nSee [the sweep](RESULTS.md#no-such-section).\n")
+            expect("a link to a section RESULTS.md does not have", 1)
         finally:
             ROOT = real_root
     return 1 if failed else 0
@@ -639,6 +671,9 @@ def run(check_only):
     except (InputError, KeyError, ValueError, StopIteration) as e:
         print(f"results: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
+    bad = broken_links(files[RESULTS])
+    for line in bad:
+        print(f"results: {line}", file=sys.stderr)
     stale = []
     for rel, text in files.items():
         path = os.path.join(ROOT, rel)
@@ -657,6 +692,7 @@ def run(check_only):
     if stale:
         print(f"results: out of date: {', '.join(stale)}; regenerate with ./gradwire.sh results",
               file=sys.stderr)
+    if stale or bad:
         return 1
     if check_only:
         print(f"results: {', '.join(files)} match the committed reports")
