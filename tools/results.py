@@ -533,9 +533,14 @@ def provenance(manifest, files):
     machines = sorted({f"{e['machine']['cores']} cores, "
                        f"{(e['machine'].get('mpi') or {}).get('version') or 'MPI unknown'}"
                        for e in es})
+    loads = [e["machine"]["load_average_1_5_15_min"][0] for e in es
+             if "load_average_1_5_15_min" in e["machine"]]
+    load = (f" The 1-minute load average as runs ended: {min(loads):.1f} to {max(loads):.1f} "
+            f"({len(loads)} of {len(es)} runs recorded it)." if loads else
+            " The load of the shared machine during these runs was not recorded.")
     return [f"Made by `tools/run_reports.py` from commit {', '.join(commits)}, {dates[0]} to "
             f"{dates[-1]}, on {'; '.join(machines)}; each report's command is in "
-            f"`{REPORTS}/manifest.json`."]
+            f"`{REPORTS}/manifest.json`." + load]
 
 
 # ---- documents ----------------------------------------------------------------------------------
