@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gradwire's one entry point: ./gradwire.sh setup|build|demo|test|bench|readme-table
+# gradwire's one entry point: ./gradwire.sh setup|build|demo|test|bench|readme-table|results
 #
 #   setup         apt-get install what is missing (Debian 12; as root or with sudo)
 #   build         configure and build into ./build (Release); CUDA kernels too when nvcc is found
@@ -21,6 +21,12 @@
 #   bench lowband [OPTIONS]  setup, build, then train across a virtual cluster of shaped links
 #                 (root; benchmarks/lowband/gradwire_lowband.py --help; report in ./build/lowband/)
 #   readme-table  regenerate docs/CONFIGURATION.md's table of GRADWIRE_* variables from the registry
+#   results [--run [REPORTS]|--check]  render docs/RESULTS.md and the strategy tables of README.md
+#                 and docs/STRATEGIES.md from the committed reports (tools/results.py); --run first
+#                 builds and makes the reports into docs/reports/ (tools/run_reports.py: every
+#                 strategy's accuracy run and the benchmarks, minutes each, one at a time; REPORTS
+#                 picks some, e.g. bench or accuracy_mlp_dgc_seed42.json); --check changes nothing
+#                 and fails if a generated file is out of date
 #
 # Environment: BUILD_DIR (default ./build), BUILD_DIR_MPICH (--mpi mpich, default ./build-mpich),
 # BUILD_DIR_ASAN, BUILD_DIR_TSAN, BUILD_DIR_FUZZ (--sanitize, default ./build-asan, ./build-tsan,
@@ -117,9 +123,9 @@ start_stress() {
 
 die() { printf '\033[1m[gradwire]\033[0m error: %s\n' "$*" >&2; exit 2; }
 
-# --sanitize: the instrumented trees beside ./build (cmake/GradwireSanitizers.cmake, Note
-# [Sanitizer trees]; docs/TESTING.md). Each builds only what its tests need; every tree runs even
-# when one fails, and the summary names the ones that failed.
+# --sanitize: the instrumented trees beside ./build (cmake/GradwireSanitizers.cmake,
+# Note "Sanitizer trees"; docs/TESTING.md). Each builds only what its tests need; every tree runs
+# even when one fails, and the summary names the ones that failed.
 sanitize_tree() {
   local kind=$1; shift
   local dir target="" select=() config=(-DCMAKE_BUILD_TYPE=Debug -DGRADWIRE_SANITIZE="$kind")
@@ -259,6 +265,21 @@ cmd_readme_table() {
   log "docs/CONFIGURATION.md table regenerated"
 }
 
+cmd_results() {
+  case "${1:-}" in
+    --run)
+      shift
+      cmd_setup
+      cmd_build
+      python3 "$ROOT/tools/run_reports.py" --build "$BUILD_DIR" --stamp
+      python3 "$ROOT/tools/run_reports.py" --build "$BUILD_DIR" "$@"
+      python3 "$ROOT/tools/results.py" ;;
+    --check) python3 "$ROOT/tools/results.py" --check ;;
+    "") python3 "$ROOT/tools/results.py" ;;
+    *) die "results: '$1' is not known; accepted: --run [REPORTS...], --check" ;;
+  esac
+}
+
 case "${1:-}" in
   setup) shift; cmd_setup "$@" ;;
   build) shift; cmd_setup; cmd_build "$@" ;;
@@ -266,7 +287,8 @@ case "${1:-}" in
   test) shift; cmd_test "$@" ;;
   bench) shift; cmd_bench "$@" ;;
   readme-table) shift; cmd_readme_table "$@" ;;
+  results) shift; cmd_results "$@" ;;
   *)
-    sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'
     exit 2 ;;
 esac

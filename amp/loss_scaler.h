@@ -1,5 +1,5 @@
-// LossScaler: the loss scale of mixed-precision training, dynamic or static (Note [Dynamic loss
-// scaling]), and the record of its changes.
+// LossScaler: the loss scale of mixed-precision training, dynamic or static
+// (Note [Dynamic loss scaling]), and the record of its changes.
 //
 //   LossScaler s(options);
 //   for (step = 0; ...; ++step) {

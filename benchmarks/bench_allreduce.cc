@@ -7,8 +7,9 @@
 // iteration) and the medians are compared, so drift on a shared machine hits all alike:
 //   gw      DistributedOptimizer::step() with an inner optimizer that does no work but accepts the
 //           gradient scale: the counting communicator and the sum allreduce, with the division by
-//           the world size folded into the optimizer's own loop (Note [Who divides by the world
-//           size]); this is the path gradwire_train's SGD and Adam take.
+//           the world size folded into the optimizer's own loop
+//           (Note [Who divides by the world size]); this is the path gradwire_train's SGD and
+//           Adam take.
 //   gw+div  DistributedOptimizer::synchronize_gradients(): the same plus a separate pass dividing
 //           by the world size, the path of optimizers that do not accept a gradient scale.
 //   mpi     MPI_Allreduce(MPI_IN_PLACE, MPI_SUM) of the same number of floats.

@@ -1,6 +1,6 @@
 // Per-element math of the primitives in kernels/elementwise.h, defined once for the CPU loops
 // (kernels/cpu) and the CUDA kernels and CUB reductions (kernels/cuda), so that both devices
-// compute the same thing. Functors, not lambdas: see DESIGN.md, "kernels/".
+// compute the same thing. Functors, not lambdas: see docs/ARCHITECTURE.md, Layers, kernels/.
 #pragma once
 
 #include <cstdint>

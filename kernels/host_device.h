@@ -1,5 +1,5 @@
 // GW_HOST_DEVICE marks functions (functors, per-element math) that must build for both the host
-// compiler and nvcc. Lambdas are not used for this: see DESIGN.md, "kernels/".
+// compiler and nvcc. Lambdas are not used for this: see docs/ARCHITECTURE.md, Layers, kernels/.
 #pragma once
 
 #if defined(__CUDACC__)

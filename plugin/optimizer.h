@@ -55,9 +55,9 @@ class Optimizer {
   // True when step() applies ParameterView::grad_scale (see Note [Who divides by the world size]).
   virtual bool accepts_gradient_scale() const { return false; }
 
-  // GRADWIRE_COMPRESSOR=dgc applies momentum itself, before sparsification (Note [DGC takes over
-  // the momentum] in compressors/dgc_compressor.h). An optimizer of the SGD form
-  // w -= lr (d + wd w), d = momentum over the gradient, returns its momentum settings here;
+  // GRADWIRE_COMPRESSOR=dgc applies momentum itself, before sparsification
+  // (Note [DGC takes over the momentum] in compressors/dgc_compressor.h). An optimizer of the SGD
+  // form w -= lr (d + wd w), d = momentum over the gradient, returns its momentum settings here;
   // others return nullopt, and gradwire then refuses dgc with a configuration error.
   virtual std::optional<SgdMomentum> sgd_momentum() const { return std::nullopt; }
   // After this call (made once, before the first step, only when sgd_momentum() has a value), the

@@ -38,10 +38,10 @@
 // top set by magnitude; only its size may fall short of k, by at most kTopkCountTolerance. Cuts
 // keep index order (a compaction, not a reorder), so the output is in ascending index order.
 //
-// Measured (25M N(0,1) floats, k = 25000, sample ratio 0.01, one core of the 2-core AMD EPYC dev
-// VM; a read pass takes 3.3 ms): sample 0.27 ms, its threshold 0.19 ms (1.1 ms with nth_element
-// alone, see Note [Bucketed selection]), scan 2.9 ms, final cut 0.16 ms: select() 3.5 ms.
-// gradwire_bench_compress reports the whole encode against nth_element and a read pass.
+// The scan dominates: on 25M N(0,1) floats at k = 25000 the sample, its threshold and the final
+// cut together cost a fraction of it, and the scan itself about one read pass.
+// gradwire_bench_compress measures the whole encode against nth_element and a read pass
+// (docs/RESULTS.md, Compression).
 //
 // Magnitudes are compared as keys: the float's bits without the sign. For non-negative floats
 // integer order is value order, and NaN keys (above 0x7f800000) sort above +inf, so a NaN always
@@ -82,10 +82,11 @@ T* grow(std::vector<T>& buffer, std::size_t size) {
 }
 
 // Bit j set when |block[j]| (j < len <= kScanBlock) passes floor (see the Note): the scan's
-// inner loop, which must keep up with memory. Measured on 25M N(0,1) floats against one read
-// pass, the scan took 0.9x at k = 0.1% of n and 1.3x at k = 1%; testing each block with an
+// inner loop, which must keep up with memory. Against one read pass of 25M N(0,1) floats it
+// kept up at k = 0.1% of n and fell a little behind at k = 1%. Testing each block with an
 // auto-vectorised OR first and then walking every element of a block where something passed
-// took 1.1x and 3.5x: at k = 1%, more than half of all blocks hold a candidate.
+// was slower at both, and far slower at k = 1%, where more than half of all blocks hold a
+// candidate.
 #if defined(__SSE2__)
 // SSE2 is part of x86-64 itself: no run-time check. Keys and floor compare as int32 (keys lie in
 // [0, 2^31), floor in [-1, 2^31)), four compares to four mask bits per movemask.
@@ -137,11 +138,11 @@ KthKey kth_by_nth_element(std::uint32_t* keys, std::size_t m, std::size_t k) {
 }
 
 // Note [Bucketed selection]
-// nth_element costs 4-8 ns a key: 1.1 ms for the 250k-key sample of a 25M gradient, a third of a
-// read of the gradient itself. Instead, a radix select: a histogram of 12 key bits finds the
-// bucket holding the k-th largest in one pass, the bucket's keys are gathered, and the next 12
-// bits split that bucket, until it is small; nth_element finishes. The first level's bits
-// (31..19: exponent and 4 mantissa bits) split a bucket per 1/16 octave, which leaves a few
+// nth_element costs several ns a key: on the 250k-key sample of a 25M gradient, a sizeable
+// fraction of a read of the gradient itself. Instead, a radix select: a histogram of 12 key
+// bits finds the bucket holding the k-th largest in one pass, the bucket's keys are gathered, and
+// the next 12 bits split that bucket, until it is small; nth_element finishes. The first level's
+// bits (31..19: exponent and 4 mantissa bits) split a bucket per 1/16 octave, which leaves a few
 // hundred keys for the tail ranks of a sample; a candidate buffer, whose keys all lie in the
 // octave or two above its threshold, needs the second level. Four interleaved histograms keep
 // runs of equal buckets from serialising on one counter. Heavy ties keep everything in one

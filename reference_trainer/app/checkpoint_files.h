@@ -23,8 +23,8 @@ namespace gw::trainer {
 //   before every rank finished staging this one), and every rank keeps the generation before
 //   its newest: whatever the moment of a kill, the step of the previous write is on every rank,
 //   as <file> or <file>.prev (a kill between a rank's two renames leaves only <file>.prev).
-// - --resume reads both generations of each rank, checks each (Note [Checkpoint format], Note
-//   [Run identity]), and the ranks take the newest step that every rank has; a step missing on
+// - --resume reads both generations of each rank, checks each (Note [Checkpoint format],
+//   Note [Run identity]), and the ranks take the newest step that every rank has; a step missing on
 //   some rank is an error naming each rank's steps. A file that exists but cannot be read or
 //   fails a check is an error, even when the other generation would do: it is damage that the
 //   user should see, not a state a kill can leave.

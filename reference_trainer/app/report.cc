@@ -237,8 +237,8 @@ nlohmann::json make_report(const TrainerOptions& options, const config::Config& 
       {"sync", sync_json(result.sync, result.compression_per_rank, exchanged, result.steps)},
       {"amp", amp_json(result.amp)},
       {"traffic_is",
-       "bytes per rank from gradwire's communicator counters (see Note [What the counters "
-       "count] in plugin/comm/counting_communicator.h)"},
+       "bytes per rank from gradwire's communicator counters (see "
+       "Note [What the counters count] in plugin/comm/counting_communicator.h)"},
   };
 }
 

@@ -69,8 +69,9 @@ class Layer {
   // Throws std::logic_error when backward() comes without a training forward() before it.
   void require_forward_cache(bool has_cache) const;
 
-  // Mixed-precision plumbing for the layers' forward() and backward() (Note [CPU rendering of
-  // fp16 ops]). In fp32 without fp16 inputs each is free: no copies, no conversions.
+  // Mixed-precision plumbing for the layers' forward() and backward()
+  // (Note [CPU rendering of fp16 ops]). In fp32 without fp16 inputs each is free: no copies, no
+  // conversions.
   // First thing in forward(): decides this forward's precision from the input's dtype and, in
   // fp16, refreshes the fp16 working copies of the parameters from the fp32 masters.
   amp::Precision begin_forward(const Tensor& input);

@@ -1,5 +1,5 @@
-// LossScaler: scripted overflow / clean sequences with the exact scale after every step (Note
-// [Dynamic loss scaling]), the history, static mode, option validation and save/load.
+// LossScaler: scripted overflow / clean sequences with the exact scale after every step
+// (Note [Dynamic loss scaling]), the history, static mode, option validation and save/load.
 #include "amp/loss_scaler.h"
 
 #include <gtest/gtest.h>

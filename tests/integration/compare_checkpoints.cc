@@ -1,6 +1,7 @@
 // gradwire_compare_checkpoints A B [--with-time]: compares two checkpoint files of gradwire_train
-// section by section (Note [Checkpoint format]). The TIME section (clock readings, Note
-// [Checkpoint figures]) differs between any two runs and is left out unless --with-time is given.
+// section by section (Note [Checkpoint format]). The TIME section (clock readings,
+// Note [Checkpoint figures]) differs between any two runs and is left out unless --with-time
+// is given.
 // Exits 0 when every compared section is byte-identical, 1 when one differs (naming it and the
 // first differing byte), 2 when a file cannot be read or parsed.
 #include <cstdio>

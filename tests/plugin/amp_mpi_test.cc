@@ -1,8 +1,8 @@
-// Mixed precision through DistributedOptimizer under a real mpirun (Note [Mixed precision in the
-// step]): an inf or nan on one rank makes every rank skip that step and back off, for each place
-// the check runs (after a dense exchange on the fp16 or fp32 wire, before a topk/dgc exchange or
-// a local step); unscaling gives exactly the fp32 run's parameters; the scaler's state travels
-// with a checkpoint; and the configuration errors.
+// Mixed precision through DistributedOptimizer under a real mpirun
+// (Note [Mixed precision in the step]): an inf or nan on one rank makes every rank skip that step
+// and back off, for each place the check runs (after a dense exchange on the fp16 or fp32 wire,
+// before a topk/dgc exchange or a local step); unscaling gives exactly the fp32 run's parameters;
+// the scaler's state travels with a checkpoint; and the configuration errors.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -30,9 +30,9 @@ namespace gw {
 // the job is torn down, and a peer failing at the same moment gets to print its own.
 
 // RAII for MPI itself: initialises MPI unless the program already did, and finalises it on
-// destruction only if it was the one that initialised it and no exception is in flight (Note
-// [Ending the job on an error]). Constructing one also installs the terminate and exit handlers
-// of that Note.
+// destruction only if it was the one that initialised it and no exception is in flight
+// (Note [Ending the job on an error]). Constructing one also installs the terminate and exit
+// handlers of that Note.
 class MpiRuntime {
  public:
   MpiRuntime(int* argc, char*** argv);
