@@ -44,8 +44,8 @@ function(gw_json_keys json where required optional)
 endfunction()
 
 # gw_json_get(out TYPE json where path...): the value at path, which must be of TYPE (STRING,
-# NUMBER, ARRAY, OBJECT); a NUMBER comes back as its shortest decimal (Note "strategies.json in
-# CMake").
+# NUMBER, ARRAY, OBJECT); a NUMBER comes back as its shortest decimal
+# (Note "strategies.json in CMake").
 function(gw_json_get out expected json where)
   string(JSON type ERROR_VARIABLE err TYPE "${json}" ${ARGN})
   if(err)

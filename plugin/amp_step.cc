@@ -19,8 +19,8 @@ AmpStep::AmpStep(AmpSettings settings, compressors::Kind compressor)
 }
 
 bool AmpStep::unscale_and_check(const compressors::BucketView& bucket) const {
-  // The 1/n of the average stays with the optimizer's multipliers (Note [Who divides by the world
-  // size]), so one factor covers the whole bucket.
+  // The 1/n of the average stays with the optimizer's multipliers, so one factor covers the
+  // whole bucket (Note [Who divides by the world size]).
   return kernels::scale_and_check_finite(bucket.data, 1.0f / scaler_->scale(), bucket.numel,
                                          Device::kHost);
 }

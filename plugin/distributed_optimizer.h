@@ -249,8 +249,8 @@ class DistributedOptimizer {
   CompressionStats stats_;
   std::int64_t measure_from_step_ = 0;  // per-step figures count from here
   std::uint64_t bytes_at_warmup_end_ = 0;
-  // The collaborators: local SGD (Note [Parameter averaging wire]), mixed precision (Note [Mixed
-  // precision in the step]), the timeline (Note [Timeline format]).
+  // The collaborators: local SGD (Note [Parameter averaging wire]), mixed precision
+  // (Note [Mixed precision in the step]), the timeline (Note [Timeline format]).
   std::unique_ptr<LocalSgdAveraging> local_sgd_;
   AmpStep amp_{AmpSettings{}, compressors::Kind::kNone};
   StepTimeline timeline_{0};
