@@ -2,11 +2,13 @@
 """Every note cited in the tree has a definition under exactly that name (the notes test).
 
 Two forms, each checked against its own definitions (commit c3690b4 explains why two):
-  bracket  defined by a comment line that starts with the note, `// Note [Name]` or `# Note [Name]`
-           (alone, or followed by a colon and its text); cited anywhere as `Note [Name]`.
+  bracket  the name in square brackets after the word: defined by a comment line (// or #) that
+           starts with it, alone or followed by a colon and its text; cited anywhere.
   quoted   the notes kept in CMake files and scripts, which an external checker of the bracket
-           form does not read: defined by a comment line `# Note "Name"` alone; cited anywhere as
-           `Note "Name"`.
+           form does not read: the name in double quotes after the word, defined by a # comment
+           line that holds it alone; cited anywhere.
+This file spells neither form literally (it builds them from WORD), so it is checked like any
+other, by itself and by that external checker.
 A citation whose name matches no definition exactly (a truncated or misspelt name), and a
 citation split across lines, fail, with their file and line. Scans every text file under the
 root but build trees and hidden directories.
@@ -23,16 +25,18 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WORD = "No" + "te"  # never the word and a bracket or quote together in this file's text
 LB, RB, Q = "\\[", "\\]", '"'
 FORMS = {
-    "bracket": (re.compile(r"^\s*(?://|#) Note " + LB + r"([^\]\n]+)" + RB + r"(?::|\s*$)"),
-                re.compile(r"Note " + LB + r"([^\]\n]*)" + RB)),
-    "quoted": (re.compile(r"^\s*# Note " + Q + r"([^\"\n]+)" + Q + r"\s*$"),
-               re.compile(r"Note " + Q + r"([^\"\n]*)" + Q)),
+    "bracket": (re.compile(r"^\s*(?://|#) " + WORD + " " + LB + r"([^\]\n]+)" + RB +
+                           r"(?::|\s*$)"),
+                re.compile(WORD + " " + LB + r"([^\]\n]*)" + RB)),
+    "quoted": (re.compile(r"^\s*# " + WORD + " " + Q + r"([^\"\n]+)" + Q + r"\s*$"),
+               re.compile(WORD + " " + Q + r"([^\"\n]*)" + Q)),
 }
 # A citation broken across lines reads as a truncated name: the word Note at the end of a line, or
 # an opening bracket or quote that the line does not close.
-SPLIT = re.compile(r"\bNote(\s*$| " + LB + r"[^\]\n]*$| " + Q + r"[^\"\n]*$)")
+SPLIT = re.compile(r"\b" + WORD + r"(\s*$| " + LB + r"[^\]\n]*$| " + Q + r"[^\"\n]*$)")
 SKIP_DIRS = re.compile(r"^(\..*|build|build-.*|out|__pycache__)$")
 
 
@@ -41,8 +45,6 @@ def text_files(root):
         dirnames[:] = sorted(d for d in dirnames if not SKIP_DIRS.match(d))
         for name in sorted(filenames):
             path = os.path.join(dirpath, name)
-            if os.path.abspath(path) == os.path.abspath(__file__):
-                continue  # this checker, whose text and self-test quote the forms
             try:
                 if os.path.getsize(path) > 4 << 20:
                     continue
@@ -66,7 +68,7 @@ def check(root, out=sys.stdout):
                 if m:
                     definitions[form].setdefault(m.group(1), f"{rel}:{n}")
                 for c in cite.finditer(line):
-                    if m and c.start() == line.index("Note"):
+                    if m and c.start() == line.index(WORD):
                         continue  # the definition itself
                     citations[form].append((c.group(1), rel, n))
     bad = len(split)
@@ -80,7 +82,8 @@ def check(root, out=sys.stdout):
                 near = [d for d in definitions[form] if d.startswith(name.rstrip(".").strip())
                         or name.startswith(d)]
                 hint = f" (did you mean: {', '.join(near)}?)" if near else ""
-                print(f"{rel}:{n}: Note {name!r} ({form} form) has no definition{hint}", file=out)
+                print(f"{rel}:{n}: {WORD} {name!r} ({form} form) has no definition{hint}",
+                      file=out)
     counts = ", ".join(f"{len(citations[f])} {f} citations of {len(definitions[f])} definitions"
                        for f in FORMS)
     if bad:
@@ -91,18 +94,24 @@ def check(root, out=sys.stdout):
 
 
 def self_test():
+    # Written with N for the word, so that this file cites nothing itself.
+    def t(text):
+        return text.replace("N[", WORD + " [").replace('N"', WORD + ' "')
+
     cases = {
-        "good": ('// Note [Some name]\n// text\n', '// See Note [Some name].\n',
-                 '# Note "Kept in CMake"\n', 'x # Note "Kept in CMake"\n', 0),
-        "truncated bracket": ('// Note [Some name]\n', '// See Note [Some nam].\n',
-                              '# Note "K"\n', '# Note "K"\n', 1),
-        "truncated quoted": ('// Note [Some name]\n', '// Note [Some name]\n',
-                             '# Note "Kept in CMake"\n', 'see Note "Kept in"\n', 1),
-        "split across lines": ('// Note [Some name]\n', '// See Note [Some\n// name].\n',
-                               '# Note "K"\n', '# see Note\n# "K"\n', 1),
-        "bracket cited in quotes": ('// Note [Some name]\n', 'see Note "Some name"\n',
-                                    '# Note "K"\n', '# Note "K"\n', 1),
+        "good": ("// N[Some name]\n// text\n", "// See N[Some name].\n",
+                 '# N"Kept in CMake"\n', 'x # N"Kept in CMake"\n', 0),
+        "truncated bracket": ("// N[Some name]\n", "// See N[Some nam].\n",
+                              '# N"K"\n', '# N"K"\n', 1),
+        "truncated quoted": ("// N[Some name]\n", "// N[Some name]\n",
+                             '# N"Kept in CMake"\n', 'see N"Kept in"\n', 1),
+        "split across lines": ("// N[Some name]\n", "// See N[Some\n// name].\n",
+                               '# N"K"\n', "# see " + WORD + '\n# "K"\n', 1),
+        "bracket cited in quotes": ("// N[Some name]\n", 'see N"Some name"\n',
+                                    '# N"K"\n', '# N"K"\n', 1),
     }
+    cases = {label: tuple(t(x) if isinstance(x, str) else x for x in case)
+             for label, case in cases.items()}
     failed = 0
     for label, (defn, cite, qdefn, qcite, want) in cases.items():
         with tempfile.TemporaryDirectory() as tmp:
