@@ -3,6 +3,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/enum_names.h"
+
 namespace gw::compressors {
 
 const char* to_string(Kind kind) {
@@ -20,13 +22,9 @@ const char* to_string(Kind kind) {
 }
 
 Kind parse_kind(std::string_view text) {
-  std::string accepted;
-  for (Kind k : kKinds) {
-    if (text == to_string(k)) return k;
-    accepted += (accepted.empty() ? "" : ", ") + std::string(to_string(k));
-  }
-  throw std::invalid_argument("unknown compressor '" + std::string(text) +
-                              "'; accepted: " + accepted);
+  if (const auto kind = find_by_name(text, kKinds)) return *kind;
+  throw std::invalid_argument("unknown compressor '" + std::string(text) + "'; accepted: " +
+                              names_of(kKinds));
 }
 
 }  // namespace gw::compressors

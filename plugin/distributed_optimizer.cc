@@ -44,7 +44,8 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<CountingCommunicator>
 
   // Tensor fusion (Note [Buckets in the step]).
   const double threshold_mib = config_.get_float(config::keys::kFusionThresholdMb);
-  plan_ = fusion::plan_buckets(params_.numels(), fusion::threshold_bytes_from_mib(threshold_mib));
+  std::vector<std::size_t> numels = params_.numels();
+  plan_ = fusion::plan_buckets(numels, fusion::threshold_bytes_from_mib(threshold_mib));
   buckets_ = params_.bucket_views(plan_, params_.gradients());
   exchanges_.resize(plan_.size());
   tracker_ = fusion::LaunchTracker(plan_);
@@ -54,7 +55,7 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<CountingCommunicator>
   local_sgd_ = std::make_unique<LocalSgdAveraging>(sync, fp16_deltas, *comm_, *inner_, params_,
                                                    plan_);
 
-  compressor_ = make_compressor(compression, params_.numels(), *inner_);
+  compressor_ = make_compressor(compression, std::move(numels), *inner_);
   stats_.compressor = compressor_->name();
   stats_.warmup_end_step = compressor_->warmup_end_step();
   measure_from_step_ = stats_.warmup_end_step;

@@ -44,7 +44,6 @@ class ParameterSet {
 
   std::size_t size() const { return params_.size(); }
   const Registered& operator[](std::size_t i) const { return params_[i]; }
-  const std::vector<Registered>& all() const { return params_; }
   // Elements over all parameters: the length of every flat array over them.
   std::size_t numel() const { return gradients_.size(); }
   std::vector<std::size_t> numels() const;

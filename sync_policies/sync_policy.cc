@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "common/binary_stream.h"
+#include "common/enum_names.h"
 
 namespace gw::sync_policies {
 namespace {
@@ -45,13 +46,9 @@ const char* to_string(SyncMode mode) {
 }
 
 SyncMode parse_sync_mode(std::string_view text) {
-  std::string accepted;
-  for (SyncMode m : kModes) {
-    if (text == to_string(m)) return m;
-    accepted += (accepted.empty() ? "" : ", ") + std::string(to_string(m));
-  }
+  if (const auto mode = find_by_name(text, kModes)) return *mode;
   throw std::invalid_argument("unknown sync mode '" + std::string(text) + "'; accepted: " +
-                              accepted);
+                              names_of(kModes));
 }
 
 std::int64_t adaptive_period(double lr_0, double lr_t, double loss_0, double loss_t,

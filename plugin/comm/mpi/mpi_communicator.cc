@@ -10,6 +10,7 @@
 #include <thread>
 #include <utility>
 
+#include "common/enum_names.h"
 #include "kernels/elementwise.h"
 #include "kernels/half.h"
 #include "plugin/comm/mpi/mpi_runtime.h"
@@ -269,11 +270,10 @@ const char* to_string(MpiWait wait) {
 }
 
 MpiWait parse_mpi_wait(std::string_view text) {
-  for (MpiWait w : {MpiWait::kAuto, MpiWait::kBlock, MpiWait::kYield}) {
-    if (text == to_string(w)) return w;
-  }
-  throw std::invalid_argument("MPI wait mode '" + std::string(text) +
-                              "' is not one of: auto, block, yield");
+  constexpr MpiWait kWaits[] = {MpiWait::kAuto, MpiWait::kBlock, MpiWait::kYield};
+  if (const auto wait = find_by_name(text, kWaits)) return *wait;
+  throw std::invalid_argument("MPI wait mode '" + std::string(text) + "' is not one of: " +
+                              names_of(kWaits));
 }
 
 MpiCommunicator::MpiCommunicator(MPI_Comm comm, MpiWait wait) {
