@@ -3,11 +3,14 @@
 #include <string>
 
 #include "kernels/cuda/elementwise_cuda.h"
+#include "kernels/cuda/runtime_cuda.h"
 #include "kernels/device.h"
 
 namespace gw::kernels {
 
 bool cuda_device_available() { return false; }
+
+Stream::Impl::~Impl() = default;
 
 namespace cuda {
 
@@ -30,6 +33,25 @@ bool all_finite(const float*, std::size_t) { throw_unavailable("all_finite"); }
 bool scale_and_check_finite(float*, float, std::size_t) {
   throw_unavailable("scale_and_check_finite");
 }
+
+std::shared_ptr<Stream::Impl> create_stream(int) { throw_unavailable("Stream::cuda"); }
+void stream_synchronize(const Stream::Impl&) { throw_unavailable("Stream::synchronize"); }
+void set_device(int) { throw_unavailable("Stream::make_current"); }
+void* event_create(int) { throw_unavailable("Event::record"); }
+void event_destroy(void*, int) noexcept {}
+void event_record(void*, const Stream::Impl&) { throw_unavailable("Event::record"); }
+void stream_wait_event(const Stream::Impl&, void*) { throw_unavailable("Event::make_wait"); }
+void event_synchronize(void*) { throw_unavailable("Event::synchronize"); }
+float event_elapsed_ms(void*, void*) { throw_unavailable("Event::elapsed_ms_since"); }
+void* malloc_device(std::size_t, int) { throw_unavailable("device memory"); }
+void free_device(void*, int) noexcept {}
+void* malloc_pinned(std::size_t) { throw_unavailable("pinned memory"); }
+void free_pinned(void*) noexcept {}
+void memcpy_async(void*, const void*, std::size_t, const Stream::Impl&) {
+  throw_unavailable("copy_bytes");
+}
+void memset_async(void*, std::size_t, const Stream::Impl&) { throw_unavailable("fill_zero"); }
+Device pointer_device(const void*) noexcept { return Device::kHost; }
 
 }  // namespace cuda
 }  // namespace gw::kernels

@@ -1,0 +1,129 @@
+// The CUDA runtime behind kernels/stream.h: streams, events and memory. Thin on purpose: each
+// function is one checked runtime call (Note [Streams]).
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/runtime_cuda.h"
+
+namespace gw::kernels {
+
+Stream::Impl::~Impl() {
+  if (stream) cudaStreamDestroy(static_cast<cudaStream_t>(stream));  // no throw in a destructor
+}
+
+namespace cuda {
+
+namespace {
+cudaStream_t native(const Stream::Impl& s) { return static_cast<cudaStream_t>(s.stream); }
+
+int resolve(int device) {
+  if (device >= 0) return device;
+  int current = 0;
+  GW_CUDA_CHECK(cudaGetDevice(&current));
+  return current;
+}
+
+// Runs with `device` current and restores the caller's device afterwards.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+    GW_CUDA_CHECK(cudaGetDevice(&previous_));
+    if (device != previous_) GW_CUDA_CHECK(cudaSetDevice(device));
+    switched_ = device != previous_;
+  }
+  ~DeviceScope() {
+    if (switched_) cudaSetDevice(previous_);
+  }
+
+ private:
+  int previous_ = 0;
+  bool switched_ = false;
+};
+}  // namespace
+
+std::shared_ptr<Stream::Impl> create_stream(int device) {
+  if (!cuda_device_available()) {
+    throw std::runtime_error("a CUDA stream was asked for, but no CUDA device is usable here");
+  }
+  auto impl = std::make_shared<Stream::Impl>();
+  impl->device = resolve(device);
+  DeviceScope scope(impl->device);
+  cudaStream_t s = nullptr;
+  GW_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  impl->stream = s;
+  return impl;
+}
+
+void stream_synchronize(const Stream::Impl& stream) {
+  GW_CUDA_CHECK(cudaStreamSynchronize(native(stream)));
+}
+
+void set_device(int device) { GW_CUDA_CHECK(cudaSetDevice(device)); }
+
+void* event_create(int device) {
+  DeviceScope scope(resolve(device));
+  cudaEvent_t e = nullptr;
+  GW_CUDA_CHECK(cudaEventCreate(&e));  // with timing: the timeline reads device phases from it
+  return e;
+}
+
+void event_destroy(void* event, int) noexcept { cudaEventDestroy(static_cast<cudaEvent_t>(event)); }
+
+void event_record(void* event, const Stream::Impl& stream) {
+  GW_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(event), native(stream)));
+}
+
+void stream_wait_event(const Stream::Impl& stream, void* event) {
+  GW_CUDA_CHECK(cudaStreamWaitEvent(native(stream), static_cast<cudaEvent_t>(event), 0));
+}
+
+void event_synchronize(void* event) {
+  GW_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event)));
+}
+
+float event_elapsed_ms(void* start, void* end) {
+  float ms = 0.0f;
+  GW_CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start),
+                                     static_cast<cudaEvent_t>(end)));
+  return ms;
+}
+
+void* malloc_device(std::size_t bytes, int device) {
+  DeviceScope scope(resolve(device));
+  void* p = nullptr;
+  GW_CUDA_CHECK(cudaMalloc(&p, bytes));
+  return p;
+}
+
+void free_device(void* p, int) noexcept { cudaFree(p); }
+
+void* malloc_pinned(std::size_t bytes) {
+  void* p = nullptr;
+  GW_CUDA_CHECK(cudaMallocHost(&p, bytes));
+  return p;
+}
+
+void free_pinned(void* p) noexcept { cudaFreeHost(p); }
+
+void memcpy_async(void* dst, const void* src, std::size_t bytes, const Stream::Impl& stream) {
+  GW_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, native(stream)));
+}
+
+void memset_async(void* dst, std::size_t bytes, const Stream::Impl& stream) {
+  GW_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, native(stream)));
+}
+
+Device pointer_device(const void* p) noexcept {
+  if (p == nullptr) return Device::kHost;
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
+    cudaGetLastError();  // no driver or an unknown pointer: host memory as far as we can tell
+    return Device::kHost;
+  }
+  return attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged
+             ? Device::kCuda
+             : Device::kHost;
+}
+
+}  // namespace cuda
+}  // namespace gw::kernels
