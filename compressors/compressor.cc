@@ -13,7 +13,7 @@ void decode_dense(const BucketView& bucket, const ExchangePlan& plan,
     const TensorSlot& t = bucket.tensors[pos];
     float* dst = bucket.data + t.offset;
     if (plan.dense_wire == DenseWire::kFloat16) {
-      kernels::cast_fp16_to_fp32(reduced.f16 + at, dst, t.numel, Device::kHost);
+      kernels::cast_fp16_to_fp32(reduced.f16 + at, dst, t.numel, kernels::Stream::host());
     } else if (reduced.f32 + at != dst) {
       std::memcpy(dst, reduced.f32 + at, t.numel * sizeof(float));
     }

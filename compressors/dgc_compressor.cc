@@ -71,8 +71,8 @@ DgcCompressor::DgcCompressor(std::vector<std::size_t> numels, DgcOptions options
 
 void DgcCompressor::clip(float* g, std::size_t numel, int world_size) const {
   const double limit = options_.clip_norm / std::sqrt(static_cast<double>(world_size));
-  const double norm = std::sqrt(kernels::sum_of_squares(g, numel, Device::kHost));
-  if (norm > limit) kernels::scale(g, static_cast<float>(limit / norm), numel, Device::kHost);
+  const double norm = std::sqrt(kernels::sum_of_squares(g, numel, kernels::Stream::host()));
+  if (norm > limit) kernels::scale(g, static_cast<float>(limit / norm), numel, kernels::Stream::host());
 }
 
 void DgcCompressor::encode(const BucketView& bucket, const ExchangePlan& plan, int world_size,

@@ -22,7 +22,7 @@ void Fp16Compressor::encode(const BucketView& bucket, const ExchangePlan& /*plan
   for (std::size_t i = 0; i < bucket.numel; i += kChunk) {
     const std::size_t m = std::min(kChunk, bucket.numel - i);
     for (std::size_t j = 0; j < m; ++j) chunk[j] = bucket.data[i + j] * inv;
-    kernels::cast_fp32_to_fp16(chunk, out.f16 + i, m, Device::kHost);
+    kernels::cast_fp32_to_fp16(chunk, out.f16 + i, m, kernels::Stream::host());
   }
 }
 

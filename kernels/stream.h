@@ -122,6 +122,18 @@ class Buffer {
              stream.cuda_device()),
         size_(n),
         device_(stream.device()) {}
+  Buffer(Buffer&& other) noexcept
+      : raw_(std::move(other.raw_)), size_(other.size_), device_(other.device_) {
+    other.size_ = 0;
+  }
+  Buffer& operator=(Buffer&& other) noexcept {
+    if (this == &other) return *this;
+    raw_ = std::move(other.raw_);
+    size_ = other.size_;
+    device_ = other.device_;
+    other.size_ = 0;
+    return *this;
+  }
   T* data() { return static_cast<T*>(raw_.data()); }
   const T* data() const { return static_cast<const T*>(raw_.data()); }
   std::size_t size() const { return size_; }
@@ -146,6 +158,16 @@ class PinnedBuffer {
  public:
   PinnedBuffer() = default;
   explicit PinnedBuffer(std::size_t n) : raw_(n * sizeof(T), MemoryKind::kPinnedHost), size_(n) {}
+  PinnedBuffer(PinnedBuffer&& other) noexcept : raw_(std::move(other.raw_)), size_(other.size_) {
+    other.size_ = 0;
+  }
+  PinnedBuffer& operator=(PinnedBuffer&& other) noexcept {
+    if (this == &other) return *this;
+    raw_ = std::move(other.raw_);
+    size_ = other.size_;
+    other.size_ = 0;
+    return *this;
+  }
   T* data() { return static_cast<T*>(raw_.data()); }
   std::size_t size() const { return size_; }
   T* reserve_discard(std::size_t n) {

@@ -22,7 +22,7 @@ bool AmpStep::unscale_and_check(const compressors::BucketView& bucket) const {
   // The 1/n of the average stays with the optimizer's multipliers, so one factor covers the
   // whole bucket (Note [Who divides by the world size]).
   return kernels::scale_and_check_finite(bucket.data, 1.0f / scaler_->scale(), bucket.numel,
-                                         Device::kHost);
+                                         kernels::Stream::host());
 }
 
 bool AmpStep::any_rank_overflowed(Communicator& comm, bool overflow) {

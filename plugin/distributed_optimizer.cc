@@ -311,7 +311,7 @@ void DistributedOptimizer::synchronize_gradients() {
   for (std::size_t i = 0; i < params_.size(); ++i) {
     const float scale = needed_scale(i);
     if (scale != 1.0f) {
-      kernels::scale(params_.gradient(i), scale, params_[i].spec.numel, Device::kHost);
+      kernels::scale(params_.gradient(i), scale, params_[i].spec.numel, kernels::Stream::host());
     }
     multiplier_[i] = target_multiplier();
   }

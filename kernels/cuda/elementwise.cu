@@ -1,5 +1,6 @@
 // CUDA implementations of kernels/elementwise.h: grid-stride kernels for the maps, CUB for the
-// reductions. Everything runs on the default stream of the current device.
+// reductions. Everything is enqueued on the caller's stream (Note [Streams]); none of it uses the
+// legacy default stream.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -27,7 +28,7 @@ namespace cuda {
 
 namespace {
 
-const cudaStream_t kDefaultStream = nullptr;
+cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
 
 constexpr unsigned kThreadsPerBlock = 256;
 // Enough blocks to fill any current GPU several times over; grid-stride loops cover larger n.
@@ -75,9 +76,9 @@ __global__ void map_and_flag_kernel(float* x, std::size_t n, Op op, FlagOp flag,
 
 // `what` names the operation in the error message of a failed launch.
 template <typename In, typename Out, typename Op>
-void map(const char* what, const In* in, Out* out, std::size_t n, Op op) {
+void map(const char* what, const In* in, Out* out, std::size_t n, Op op, cudaStream_t stream) {
   if (n == 0) return;
-  map_kernel<<<blocks_for(n), kThreadsPerBlock, 0, kDefaultStream>>>(in, out, n, op);
+  map_kernel<<<blocks_for(n), kThreadsPerBlock, 0, stream>>>(in, out, n, op);
   GW_CUDA_CHECK_LAUNCH(what);
 }
 
@@ -103,72 +104,74 @@ class StreamOrderedBuffer {
 // reduce over transform(x[i]), starting from init; waits for the result.
 template <typename Result, typename TransformOp, typename ReduceOp>
 Result transform_reduce(const float* x, std::size_t n, TransformOp transform, ReduceOp reduce,
-                        Result init) {
+                        Result init, cudaStream_t stream) {
   std::size_t temp_bytes = 0;
   GW_CUDA_CHECK(cub::DeviceReduce::TransformReduce(nullptr, temp_bytes, x,
                                                    static_cast<Result*>(nullptr), n, reduce,
-                                                   transform, init, kDefaultStream));
+                                                   transform, init, stream));
   // One allocation: the result in the first slot, CUB's temporary storage after it (never null,
   // which CUB would take for a size query, and kept at CUB's 256-byte alignment).
   constexpr std::size_t kResultSlot = 256;
   static_assert(sizeof(Result) <= kResultSlot, "result does not fit its slot");
-  StreamOrderedBuffer buffer(kResultSlot + temp_bytes, kDefaultStream);
+  StreamOrderedBuffer buffer(kResultSlot + temp_bytes, stream);
   Result* result_on_device = reinterpret_cast<Result*>(buffer.data());
   GW_CUDA_CHECK(cub::DeviceReduce::TransformReduce(buffer.data() + kResultSlot, temp_bytes, x,
                                                    result_on_device, n, reduce, transform, init,
-                                                   kDefaultStream));
+                                                   stream));
   Result result{};
   GW_CUDA_CHECK(cudaMemcpyAsync(&result, result_on_device, sizeof(Result), cudaMemcpyDeviceToHost,
-                                kDefaultStream));
-  GW_CUDA_CHECK(cudaStreamSynchronize(kDefaultStream));
+                                stream));
+  GW_CUDA_CHECK(cudaStreamSynchronize(stream));
   return result;
 }
 
 }  // namespace
 
-void scale(float* x, float alpha, std::size_t n) {
-  map("launch of the scale kernel", x, x, n, ScaleOp{alpha});
+void scale(float* x, float alpha, std::size_t n, void* stream) {
+  map("launch of the scale kernel", x, x, n, ScaleOp{alpha}, as_stream(stream));
 }
 
-void axpy(float alpha, const float* x, float* y, std::size_t n) {
+void axpy(float alpha, const float* x, float* y, std::size_t n, void* stream) {
   if (n == 0) return;
-  update_kernel<<<blocks_for(n), kThreadsPerBlock, 0, kDefaultStream>>>(x, y, n, AxpyOp{alpha});
+  update_kernel<<<blocks_for(n), kThreadsPerBlock, 0, as_stream(stream)>>>(x, y, n, AxpyOp{alpha});
   GW_CUDA_CHECK_LAUNCH("launch of the axpy kernel");
 }
 
-void cast_fp32_to_fp16(const float* in, Half* out, std::size_t n) {
-  map("launch of the fp32-to-fp16 kernel", in, reinterpret_cast<__half*>(out), n, Fp32ToFp16Op{});
+void cast_fp32_to_fp16(const float* in, Half* out, std::size_t n, void* stream) {
+  map("launch of the fp32-to-fp16 kernel", in, reinterpret_cast<__half*>(out), n, Fp32ToFp16Op{},
+      as_stream(stream));
 }
 
-void cast_fp16_to_fp32(const Half* in, float* out, std::size_t n) {
+void cast_fp16_to_fp32(const Half* in, float* out, std::size_t n, void* stream) {
   map("launch of the fp16-to-fp32 kernel", reinterpret_cast<const __half*>(in), out, n,
-      Fp16ToFp32Op{});
+      Fp16ToFp32Op{}, as_stream(stream));
 }
 
-double sum_of_squares(const float* x, std::size_t n) {
+double sum_of_squares(const float* x, std::size_t n, void* stream) {
   if (n == 0) return 0.0;
-  return transform_reduce(x, n, SquareAsDoubleOp{}, PlusDoubleOp{}, 0.0);
+  return transform_reduce(x, n, SquareAsDoubleOp{}, PlusDoubleOp{}, 0.0, as_stream(stream));
 }
 
-bool all_finite(const float* x, std::size_t n) {
+bool all_finite(const float* x, std::size_t n, void* stream) {
   if (n == 0) return true;
-  const std::uint32_t flags =
-      transform_reduce(x, n, NonFiniteBitOp{}, BitOrOp{}, static_cast<std::uint32_t>(0));
+  const std::uint32_t flags = transform_reduce(x, n, NonFiniteBitOp{}, BitOrOp{},
+                                               static_cast<std::uint32_t>(0), as_stream(stream));
   return (flags & NonFiniteBitOp::kFlag) == 0;
 }
 
-bool scale_and_check_finite(float* x, float alpha, std::size_t n) {
+bool scale_and_check_finite(float* x, float alpha, std::size_t n, void* cuda_stream) {
   if (n == 0) return true;
-  StreamOrderedBuffer flags(sizeof(unsigned int), kDefaultStream);
+  const cudaStream_t stream = as_stream(cuda_stream);
+  StreamOrderedBuffer flags(sizeof(unsigned int), stream);
   unsigned int* flags_on_device = reinterpret_cast<unsigned int*>(flags.data());
-  GW_CUDA_CHECK(cudaMemsetAsync(flags_on_device, 0, sizeof(unsigned int), kDefaultStream));
-  map_and_flag_kernel<<<blocks_for(n), kThreadsPerBlock, 0, kDefaultStream>>>(
+  GW_CUDA_CHECK(cudaMemsetAsync(flags_on_device, 0, sizeof(unsigned int), stream));
+  map_and_flag_kernel<<<blocks_for(n), kThreadsPerBlock, 0, stream>>>(
       x, n, ScaleOp{alpha}, NonFiniteBitOp{}, flags_on_device);
   GW_CUDA_CHECK_LAUNCH("launch of the scale-and-check kernel");
   unsigned int result = 0;
   GW_CUDA_CHECK(cudaMemcpyAsync(&result, flags_on_device, sizeof result, cudaMemcpyDeviceToHost,
-                                kDefaultStream));
-  GW_CUDA_CHECK(cudaStreamSynchronize(kDefaultStream));
+                                stream));
+  GW_CUDA_CHECK(cudaStreamSynchronize(stream));
   return (result & NonFiniteBitOp::kFlag) == 0;
 }
 

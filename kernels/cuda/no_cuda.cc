@@ -18,19 +18,20 @@ namespace {
 
 [[noreturn]] void throw_unavailable(const char* function) {
   throw std::runtime_error(std::string("gradwire was built without CUDA: ") + function +
-                           " on Device::kCuda is unavailable");
+                           " needs a CUDA device and is unavailable");
 }
 
 }  // namespace
 
-// Even for n == 0: asking for kCuda in this build is a configuration error worth reporting early.
-void scale(float*, float, std::size_t) { throw_unavailable("scale"); }
-void axpy(float, const float*, float*, std::size_t) { throw_unavailable("axpy"); }
-void cast_fp32_to_fp16(const float*, Half*, std::size_t) { throw_unavailable("cast_fp32_to_fp16"); }
-void cast_fp16_to_fp32(const Half*, float*, std::size_t) { throw_unavailable("cast_fp16_to_fp32"); }
-double sum_of_squares(const float*, std::size_t) { throw_unavailable("sum_of_squares"); }
-bool all_finite(const float*, std::size_t) { throw_unavailable("all_finite"); }
-bool scale_and_check_finite(float*, float, std::size_t) {
+// Unreachable through the public API (no CUDA Stream can be made in this build); defined so that
+// the dispatch links.
+void scale(float*, float, std::size_t, void*) { throw_unavailable("scale"); }
+void axpy(float, const float*, float*, std::size_t, void*) { throw_unavailable("axpy"); }
+void cast_fp32_to_fp16(const float*, Half*, std::size_t, void*) { throw_unavailable("cast_fp32_to_fp16"); }
+void cast_fp16_to_fp32(const Half*, float*, std::size_t, void*) { throw_unavailable("cast_fp16_to_fp32"); }
+double sum_of_squares(const float*, std::size_t, void*) { throw_unavailable("sum_of_squares"); }
+bool all_finite(const float*, std::size_t, void*) { throw_unavailable("all_finite"); }
+bool scale_and_check_finite(float*, float, std::size_t, void*) {
   throw_unavailable("scale_and_check_finite");
 }
 

@@ -61,7 +61,7 @@ void Conv2d::forward(const Tensor& input, Tensor& output, bool training) {
     im2col(geometry_, x + n * in_size, col);
     if (half_cache) {
       kernels::cast_fp32_to_fp16(col, cols_.half_data() + n * rows * cols, rows * cols,
-                                 Device::kHost);
+                                 kernels::Stream::host());
     }
     float* y = out + n * out_size;
     for (std::size_t o = 0; o < out_channels_; ++o)
@@ -95,7 +95,7 @@ void Conv2d::backward(const Tensor& grad_output, Tensor* grad_input) {
     if (half_cache) {
       col_scratch_.resize(rows * cols);
       kernels::cast_fp16_to_fp32(cols_.half_data() + n * rows * cols, col_scratch_.data(),
-                                 rows * cols, Device::kHost);
+                                 rows * cols, kernels::Stream::host());
       col = col_scratch_.data();
     } else {
       col = cols_.data() + n * rows * cols;

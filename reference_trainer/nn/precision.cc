@@ -8,8 +8,8 @@ namespace gw::trainer {
 
 void round_through_half(float* x, std::size_t n, std::vector<Half>& scratch) {
   scratch.resize(n);
-  kernels::cast_fp32_to_fp16(x, scratch.data(), n, Device::kHost);
-  kernels::cast_fp16_to_fp32(scratch.data(), x, n, Device::kHost);
+  kernels::cast_fp32_to_fp16(x, scratch.data(), n, kernels::Stream::host());
+  kernels::cast_fp16_to_fp32(scratch.data(), x, n, kernels::Stream::host());
 }
 
 const float* op_view(const Tensor& t, amp::Precision p, std::vector<float>& scratch,
@@ -17,7 +17,7 @@ const float* op_view(const Tensor& t, amp::Precision p, std::vector<float>& scra
   const std::size_t n = t.numel();
   if (t.dtype() == DType::kFloat16) {
     scratch.resize(n);
-    kernels::cast_fp16_to_fp32(t.half_data(), scratch.data(), n, Device::kHost);
+    kernels::cast_fp16_to_fp32(t.half_data(), scratch.data(), n, kernels::Stream::host());
     return scratch.data();
   }
   if (p == amp::Precision::kFloat32) return t.data();
@@ -32,7 +32,7 @@ void store(const float* values, const Shape& shape, DType dtype, Tensor& dst) {
   if (dtype == DType::kFloat32) {
     std::copy(values, values + dst.numel(), dst.data());
   } else {
-    kernels::cast_fp32_to_fp16(values, dst.half_data(), dst.numel(), Device::kHost);
+    kernels::cast_fp32_to_fp16(values, dst.half_data(), dst.numel(), kernels::Stream::host());
   }
 }
 

@@ -45,14 +45,14 @@ TEST(Fp16Compressor, SendsHalfOfTheAverageAndDecodesToFp32) {
   std::vector<Half> wire(bucket.numel);
   c.encode(bucket, plan, 4, EncodedBucket{nullptr, wire.data(), bucket.numel, nullptr});
   std::vector<float> back(bucket.numel);
-  kernels::cast_fp16_to_fp32(wire.data(), back.data(), back.size(), Device::kHost);
+  kernels::cast_fp16_to_fp32(wire.data(), back.data(), back.size(), kernels::Stream::host());
   for (std::size_t i = 0; i < g.size(); ++i) ASSERT_EQ(back[i], g[i] / 4.0f) << i;
   // Four ranks with the same halves: the sum is the average, cast back into the bucket.
   for (auto& h : wire) {
     float f;
-    kernels::cast_fp16_to_fp32(&h, &f, 1, Device::kHost);
+    kernels::cast_fp16_to_fp32(&h, &f, 1, kernels::Stream::host());
     f *= 4.0f;
-    kernels::cast_fp32_to_fp16(&f, &h, 1, Device::kHost);
+    kernels::cast_fp32_to_fp16(&f, &h, 1, kernels::Stream::host());
   }
   std::fill(storage.begin(), storage.end(), 0.0f);
   decode_dense(bucket, plan, EncodedBucket{nullptr, wire.data(), bucket.numel, nullptr});
@@ -68,7 +68,7 @@ TEST(Fp16Compressor, LargeGradientsDoNotOverflowTheSum) {
   Half h;
   c.encode(bucket, c.plan(bucket, 4), 4, EncodedBucket{nullptr, &h, 1, nullptr});
   float f;
-  kernels::cast_fp16_to_fp32(&h, &f, 1, Device::kHost);
+  kernels::cast_fp16_to_fp32(&h, &f, 1, kernels::Stream::host());
   EXPECT_EQ(f, 15000.0f);
 }
 

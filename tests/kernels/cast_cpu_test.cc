@@ -1,4 +1,4 @@
-// The fp16 casts on the CPU: the public API on Device::kHost and each variant it can pick
+// The fp16 casts on the CPU: the public API on the host stream and each variant it can pick
 // (kernels/cpu/elementwise_cpu.h), against known bit patterns and the bit-level reference.
 #include <gtest/gtest.h>
 
@@ -30,10 +30,10 @@ struct CastVariant {
 };
 
 void api_to_fp16(const float* in, Half* out, std::size_t n) {
-  cast_fp32_to_fp16(in, out, n, Device::kHost);
+  cast_fp32_to_fp16(in, out, n, Stream::host());
 }
 void api_to_fp32(const Half* in, float* out, std::size_t n) {
-  cast_fp16_to_fp32(in, out, n, Device::kHost);
+  cast_fp16_to_fp32(in, out, n, Stream::host());
 }
 bool always() { return true; }
 

@@ -1,7 +1,8 @@
-// The Device-taking API itself: names, rejection of invalid Device values, and what kCuda does in
-// a build without CUDA.
+// The Stream-taking API itself: Device names, the host stream, buffers and events on it, and what
+// asking for CUDA does in a build without CUDA.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "gradwire/config.h"
 #include "kernels/device.h"
 #include "kernels/elementwise.h"
+#include "kernels/stream.h"
 
 namespace gw::kernels {
 namespace {
@@ -19,50 +21,73 @@ TEST(Device, ToString) {
   EXPECT_STREQ(to_string(static_cast<Device>(42)), "invalid Device");
 }
 
-TEST(Dispatch, InvalidDeviceIsRejected) {
-  const auto bad = static_cast<Device>(42);
+TEST(Stream, HostStreamRunsAtOnce) {
+  const Stream host = Stream::host();
+  EXPECT_TRUE(host.is_host());
+  EXPECT_EQ(host.device(), Device::kHost);
+  EXPECT_EQ(host.cuda_device(), -1);
+  EXPECT_EQ(host.native(), nullptr);
+  EXPECT_EQ(host, Stream::host());
+  host.synchronize();
+  host.make_current();
   std::vector<float> x(4, 1.0f);
-  std::vector<Half> h(4);
-  EXPECT_THROW(scale(x.data(), 2.0f, x.size(), bad), std::invalid_argument);
-  EXPECT_THROW(axpy(2.0f, x.data(), x.data(), x.size(), bad), std::invalid_argument);
-  EXPECT_THROW(cast_fp32_to_fp16(x.data(), h.data(), x.size(), bad), std::invalid_argument);
-  EXPECT_THROW(cast_fp16_to_fp32(h.data(), x.data(), x.size(), bad), std::invalid_argument);
-  EXPECT_THROW(sum_of_squares(x.data(), x.size(), bad), std::invalid_argument);
-  EXPECT_THROW(all_finite(x.data(), x.size(), bad), std::invalid_argument);
-  EXPECT_THROW(scale_and_check_finite(x.data(), 2.0f, x.size(), bad), std::invalid_argument);
+  scale(x.data(), 2.0f, x.size(), host);
+  EXPECT_EQ(x[3], 2.0f);  // done when scale returned
+}
+
+TEST(Stream, HostBuffersCopiesAndEvents) {
+  const Stream host = Stream::host();
+  Buffer<float> b(1000, host);
+  EXPECT_EQ(b.size(), 1000u);
+  EXPECT_EQ(b.device(), Device::kHost);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b.data()) % 64, 0u);
+  std::vector<float> src(1000);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i);
+  copy_bytes(b.data(), src.data(), src.size() * sizeof(float), host);
+  EXPECT_EQ(b.data()[999], 999.0f);
+  fill_zero(b.data(), 10 * sizeof(float), host);
+  EXPECT_EQ(b.data()[9], 0.0f);
+  EXPECT_EQ(b.data()[10], 10.0f);
+  float* before = b.data();
+  EXPECT_EQ(b.reserve_discard(10, host), before);  // never shrinks
+  EXPECT_EQ(b.reserve_discard(2000, host) != nullptr, true);
+  EXPECT_EQ(b.size(), 2000u);
+  Buffer<float> moved = std::move(b);
+  EXPECT_EQ(moved.size(), 2000u);
+  EXPECT_EQ(b.size(), 0u);
+  EXPECT_EQ(device_of(moved.data()), Device::kHost);
+
+  Event start, end;
+  EXPECT_FALSE(start.recorded());
+  EXPECT_THROW(end.elapsed_ms_since(start), std::logic_error);
+  start.record(host);
+  end.record(host);
+  EXPECT_TRUE(end.recorded());
+  end.make_wait(host);
+  end.synchronize();
+  EXPECT_GE(end.elapsed_ms_since(start), 0.0);
 }
 
 #if !GRADWIRE_HAVE_CUDA
-// Expects fn to throw std::runtime_error whose message names the build and the function.
-template <typename Fn>
-void expect_unavailable(Fn fn, const std::string& function) {
-  try {
-    fn();
-    ADD_FAILURE() << function << " on kCuda did not throw";
-  } catch (const std::runtime_error& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "gradwire was built without CUDA: " + function + " on Device::kCuda is unavailable");
-  }
-}
-
 TEST(NoCudaBuild, CudaIsNotAvailable) { EXPECT_FALSE(cuda_device_available()); }
 
-TEST(NoCudaBuild, CudaPrimitivesThrowInsteadOfCrashing) {
+// Asking for a CUDA stream or CUDA memory in a build without CUDA is a clear error naming the
+// build and what was asked for, never a crash; no pointer is taken for device memory.
+TEST(NoCudaBuild, CudaStreamsAndMemoryThrowInsteadOfCrashing) {
+  try {
+    Stream::cuda();
+    ADD_FAILURE() << "Stream::cuda() did not throw";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "gradwire was built without CUDA: Stream::cuda needs a CUDA device and is "
+              "unavailable");
+  }
+  EXPECT_THROW(RawBuffer(16, MemoryKind::kCuda), std::runtime_error);
+  PinnedBuffer<float> pinned(4);  // ordinary host memory here
+  pinned.data()[3] = 1.0f;
   std::vector<float> x(4, 1.0f);
-  std::vector<Half> h(4);
-  const std::size_t n = x.size();
-  expect_unavailable([&] { scale(x.data(), 2.0f, n, Device::kCuda); }, "scale");
-  expect_unavailable([&] { axpy(2.0f, x.data(), x.data(), n, Device::kCuda); }, "axpy");
-  expect_unavailable([&] { cast_fp32_to_fp16(x.data(), h.data(), n, Device::kCuda); },
-                     "cast_fp32_to_fp16");
-  expect_unavailable([&] { cast_fp16_to_fp32(h.data(), x.data(), n, Device::kCuda); },
-                     "cast_fp16_to_fp32");
-  expect_unavailable([&] { sum_of_squares(x.data(), n, Device::kCuda); }, "sum_of_squares");
-  expect_unavailable([&] { all_finite(x.data(), n, Device::kCuda); }, "all_finite");
-  expect_unavailable([&] { scale_and_check_finite(x.data(), 2.0f, n, Device::kCuda); },
-                     "scale_and_check_finite");
-  // Even with nothing to do: asking for kCuda in this build is the error.
-  expect_unavailable([&] { scale(nullptr, 2.0f, 0, Device::kCuda); }, "scale");
+  EXPECT_EQ(device_of(x.data()), Device::kHost);
+  EXPECT_EQ(device_of(nullptr), Device::kHost);
 }
 #endif
 

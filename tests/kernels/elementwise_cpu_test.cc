@@ -1,4 +1,4 @@
-// The fp32 primitives on Device::kHost against straightforward scalar loops.
+// The fp32 primitives on the host stream against straightforward scalar loops.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -25,7 +25,7 @@ TEST_P(CpuElementwiseTest, ScaleMatchesScalarLoop) {
   std::vector<float> expected = x;
   for (float& v : expected) v = v * alpha;
 
-  scale(x.data(), alpha, n, Device::kHost);
+  scale(x.data(), alpha, n, Stream::host());
   EXPECT_TRUE(same_bits(expected, x));
 }
 
@@ -37,7 +37,7 @@ TEST_P(CpuElementwiseTest, AxpyMatchesScalarLoop) {
   std::vector<float> expected = y;
   for (std::size_t i = 0; i < n; ++i) expected[i] = expected[i] + alpha * x[i];
 
-  axpy(alpha, x.data(), y.data(), n, Device::kHost);
+  axpy(alpha, x.data(), y.data(), n, Stream::host());
   EXPECT_TRUE(same_bits(expected, y));
 }
 
@@ -48,7 +48,7 @@ TEST_P(CpuElementwiseTest, AxpyInPlaceWhenXIsY) {
   std::vector<float> expected = y;
   for (float& v : expected) v = v + alpha * v;
 
-  axpy(alpha, y.data(), y.data(), n, Device::kHost);
+  axpy(alpha, y.data(), y.data(), n, Stream::host());
   EXPECT_TRUE(same_bits(expected, y));
 }
 
@@ -58,7 +58,7 @@ TEST_P(CpuElementwiseTest, SumOfSquaresMatchesExtendedPrecisionSum) {
   long double expected = 0.0L;
   for (float v : x) expected += static_cast<long double>(v) * v;
 
-  const double actual = sum_of_squares(x.data(), n, Device::kHost);
+  const double actual = sum_of_squares(x.data(), n, Stream::host());
   if (n == 0) {
     EXPECT_EQ(actual, 0.0);
   } else {
@@ -73,7 +73,7 @@ TEST_P(CpuElementwiseTest, SumOfSquaresDoesNotOverflowLikeFloat) {
   const float big = 1e30f;  // big^2 overflows float but not double
   const std::vector<float> x(n, big);
   const double expected = static_cast<double>(n) * 1e60;
-  EXPECT_NEAR(sum_of_squares(x.data(), n, Device::kHost), expected, 1e-6 * expected);
+  EXPECT_NEAR(sum_of_squares(x.data(), n, Stream::host()), expected, 1e-6 * expected);
 }
 
 TEST_P(CpuElementwiseTest, AllFiniteAcceptsExtremeFiniteValues) {
@@ -84,14 +84,14 @@ TEST_P(CpuElementwiseTest, AllFiniteAcceptsExtremeFiniteValues) {
   for (std::size_t i = 0; i < n; ++i) {
     if (i % 97 == 0) x[i] = extremes[(i / 97) % 4];
   }
-  EXPECT_TRUE(all_finite(x.data(), n, Device::kHost));
+  EXPECT_TRUE(all_finite(x.data(), n, Stream::host()));
 }
 
 TEST_P(CpuElementwiseTest, AllFiniteFindsOneInfOrNanAnywhere) {
   const std::size_t n = GetParam();
   std::vector<float> x = random_floats(n, 42);
   if (n == 0) {
-    EXPECT_TRUE(all_finite(x.data(), n, Device::kHost));
+    EXPECT_TRUE(all_finite(x.data(), n, Stream::host()));
     return;
   }
   const float bad_values[] = {
@@ -102,19 +102,19 @@ TEST_P(CpuElementwiseTest, AllFiniteFindsOneInfOrNanAnywhere) {
     for (const float bad : bad_values) {
       const float saved = x[position];
       x[position] = bad;
-      EXPECT_FALSE(all_finite(x.data(), n, Device::kHost))
+      EXPECT_FALSE(all_finite(x.data(), n, Stream::host()))
           << "value " << bad << " at " << position << " of " << n;
       x[position] = saved;
     }
   }
-  EXPECT_TRUE(all_finite(x.data(), n, Device::kHost));
+  EXPECT_TRUE(all_finite(x.data(), n, Stream::host()));
 }
 
 TEST_P(CpuElementwiseTest, ScaleAndCheckFiniteScalesEveryElementAndFindsOverflow) {
   const std::size_t n = GetParam();
   const std::vector<float> x = random_floats(n, 43);
   std::vector<float> y = x;
-  EXPECT_TRUE(scale_and_check_finite(y.data(), 0.25f, n, Device::kHost));
+  EXPECT_TRUE(scale_and_check_finite(y.data(), 0.25f, n, Stream::host()));
   for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(y[i], x[i] * 0.25f) << i;
   if (n == 0) return;
   const float bad_values[] = {std::numeric_limits<float>::infinity(),
@@ -124,7 +124,7 @@ TEST_P(CpuElementwiseTest, ScaleAndCheckFiniteScalesEveryElementAndFindsOverflow
     for (const float bad : bad_values) {
       y = x;
       y[position] = bad;
-      EXPECT_FALSE(scale_and_check_finite(y.data(), 0.5f, n, Device::kHost))
+      EXPECT_FALSE(scale_and_check_finite(y.data(), 0.5f, n, Stream::host()))
           << "value " << bad << " at " << position << " of " << n;
       // The rest is still scaled: the caller may use or discard it, but never half of it.
       const std::size_t other = position == 0 ? n - 1 : 0;
@@ -133,7 +133,7 @@ TEST_P(CpuElementwiseTest, ScaleAndCheckFiniteScalesEveryElementAndFindsOverflow
     // A finite value whose product leaves the fp32 range is an overflow too.
     y = x;
     y[position] = std::numeric_limits<float>::max();
-    EXPECT_FALSE(scale_and_check_finite(y.data(), 4.0f, n, Device::kHost)) << position;
+    EXPECT_FALSE(scale_and_check_finite(y.data(), 4.0f, n, Stream::host())) << position;
   }
 }
 
@@ -141,13 +141,13 @@ INSTANTIATE_TEST_SUITE_P(Sizes, CpuElementwiseTest, ::testing::ValuesIn(kTestSiz
                          test_util::size_name);
 
 TEST(CpuElementwise, EmptyBuffersMayBeNull) {
-  scale(nullptr, 2.0f, 0, Device::kHost);
-  axpy(2.0f, nullptr, nullptr, 0, Device::kHost);
-  cast_fp32_to_fp16(nullptr, nullptr, 0, Device::kHost);
-  cast_fp16_to_fp32(nullptr, nullptr, 0, Device::kHost);
-  EXPECT_EQ(sum_of_squares(nullptr, 0, Device::kHost), 0.0);
-  EXPECT_TRUE(all_finite(nullptr, 0, Device::kHost));
-  EXPECT_TRUE(scale_and_check_finite(nullptr, 2.0f, 0, Device::kHost));
+  scale(nullptr, 2.0f, 0, Stream::host());
+  axpy(2.0f, nullptr, nullptr, 0, Stream::host());
+  cast_fp32_to_fp16(nullptr, nullptr, 0, Stream::host());
+  cast_fp16_to_fp32(nullptr, nullptr, 0, Stream::host());
+  EXPECT_EQ(sum_of_squares(nullptr, 0, Stream::host()), 0.0);
+  EXPECT_TRUE(all_finite(nullptr, 0, Stream::host()));
+  EXPECT_TRUE(scale_and_check_finite(nullptr, 2.0f, 0, Stream::host()));
 }
 
 }  // namespace

@@ -25,8 +25,8 @@ constexpr Precision k32 = Precision::kFloat32;
 
 float to_half_and_back(float x) {
   Half h;
-  kernels::cast_fp32_to_fp16(&x, &h, 1, Device::kHost);
-  kernels::cast_fp16_to_fp32(&h, &x, 1, Device::kHost);
+  kernels::cast_fp32_to_fp16(&x, &h, 1, kernels::Stream::host());
+  kernels::cast_fp16_to_fp32(&h, &x, 1, kernels::Stream::host());
   return x;
 }
 
@@ -145,7 +145,7 @@ TEST(AmpLayer, Fp16LinearRoundsOperandsAndResultsExactlyAsDocumented) {
   reference.forward(x_rounded, y_ref, true);
   ASSERT_EQ(y_amp.dtype(), DType::kFloat16);
   std::vector<float> y(y_amp.numel());
-  kernels::cast_fp16_to_fp32(y_amp.half_data(), y.data(), y.size(), Device::kHost);
+  kernels::cast_fp16_to_fp32(y_amp.half_data(), y.data(), y.size(), kernels::Stream::host());
   for (std::size_t i = 0; i < y.size(); ++i) ASSERT_EQ(y[i], to_half_and_back(y_ref[i])) << i;
   // The master weights are untouched.
   EXPECT_NE(amp_params.values[0], ref_params.values[0]);
@@ -158,7 +158,7 @@ TEST(AmpLayer, Fp16LinearRoundsOperandsAndResultsExactlyAsDocumented) {
   reference.backward(dy_rounded, &dx_ref);
   ASSERT_EQ(dx_amp.dtype(), DType::kFloat16);
   std::vector<float> dx(dx_amp.numel());
-  kernels::cast_fp16_to_fp32(dx_amp.half_data(), dx.data(), dx.size(), Device::kHost);
+  kernels::cast_fp16_to_fp32(dx_amp.half_data(), dx.data(), dx.size(), kernels::Stream::host());
   for (std::size_t i = 0; i < dx.size(); ++i) ASSERT_EQ(dx[i], to_half_and_back(dx_ref[i])) << i;
   for (std::size_t p = 0; p < 2; ++p) {
     for (std::size_t i = 0; i < amp_params.grads[p].size(); ++i) {

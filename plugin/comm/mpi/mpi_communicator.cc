@@ -217,10 +217,10 @@ void reduce_half(void* in, void* inout, int* len, MPI_Datatype* /*type*/) noexce
   const Combine combine;
   for (std::size_t i = 0; i < n; i += kHalfChunk) {
     const std::size_t m = std::min(kHalfChunk, n - i);
-    kernels::cast_fp16_to_fp32(a + i, fa, m, Device::kHost);
-    kernels::cast_fp16_to_fp32(b + i, fb, m, Device::kHost);
+    kernels::cast_fp16_to_fp32(a + i, fa, m, kernels::Stream::host());
+    kernels::cast_fp16_to_fp32(b + i, fb, m, kernels::Stream::host());
     for (std::size_t j = 0; j < m; ++j) fb[j] = combine(fa[j], fb[j]);
-    kernels::cast_fp32_to_fp16(fb, b + i, m, Device::kHost);
+    kernels::cast_fp32_to_fp16(fb, b + i, m, kernels::Stream::host());
   }
 }
 
