@@ -9,10 +9,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/sparse.h"
 
 namespace gw::kernels::topk_rules {
 
-inline constexpr std::size_t kSampleBlock = 16;  // floats per sampled block: 64 bytes
+inline constexpr std::size_t kSampleBlock = kSampleBlockFloats;  // 64 bytes
 inline constexpr std::size_t kMinCapacity = 1024;
 inline constexpr double kCandidateFactor = 1.3;  // candidates aimed at, per selected element
 inline constexpr std::size_t kSampleMinPerSelected = 64;
@@ -31,6 +36,19 @@ inline float key_magnitude(std::uint32_t key) {
   float x;
   std::memcpy(&x, &key, sizeof x);
   return x;
+}
+
+// TopkSelector::select's argument checks, before v is read: std::invalid_argument.
+inline void check_select_arguments(std::size_t n, double sample_ratio) {
+  if (!(sample_ratio > 0.0 && sample_ratio <= 1.0)) {
+    throw std::invalid_argument("TopkSelector::select: sample_ratio must be in (0, 1], got " +
+                                std::to_string(sample_ratio));
+  }
+  if (n > std::numeric_limits<std::uint32_t>::max()) {
+    throw std::invalid_argument("TopkSelector::select: n = " + std::to_string(n) +
+                                " exceeds the limit of 4294967295 (2^32 - 1) elements (indices "
+                                "are uint32)");
+  }
 }
 
 // Magnitudes to sample for (n, k < n, sample_ratio): max(ceil(n * ratio), ceil(64 n / k)), at

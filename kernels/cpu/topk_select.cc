@@ -63,7 +63,6 @@ using topk_rules::kSampleBlock;
 using topk_rules::kSignBit;
 using topk_rules::magnitude_key;
 
-constexpr std::size_t kMaxElements = std::numeric_limits<std::uint32_t>::max();
 constexpr std::size_t kScanBlock = 64;  // floats per scan block: one 64-bit pass mask
 
 template <class T>
@@ -215,15 +214,7 @@ std::size_t topk_min_count(std::size_t k) {
 
 std::size_t TopkSelector::select(const float* v, std::size_t n, std::size_t k, double sample_ratio,
                                  std::uint64_t seed, std::uint32_t* out) {
-  if (!(sample_ratio > 0.0 && sample_ratio <= 1.0)) {
-    throw std::invalid_argument("TopkSelector::select: sample_ratio must be in (0, 1], got " +
-                                std::to_string(sample_ratio));
-  }
-  if (n > kMaxElements) {
-    throw std::invalid_argument("TopkSelector::select: n = " + std::to_string(n) +
-                                " exceeds the limit of 4294967295 (2^32 - 1) elements (indices "
-                                "are uint32)");
-  }
+  topk_rules::check_select_arguments(n, sample_ratio);
   stats_ = TopkStats{};
   if (k == 0) {
     stats_.threshold = std::numeric_limits<float>::infinity();
