@@ -1,7 +1,7 @@
 // Top-k selection by magnitude, the sparsifying step of Deep Gradient Compression (DGC).
 //
-// Host memory only: there is no Device argument because a CUDA version is not built yet (the
-// other primitives in kernels/ take a Device and dispatch; this one will when it has a GPU side).
+// On the host, or on a CUDA stream (the device selector of kernels/thrust/topk_thrust.h, which
+// selects exactly the host's indices: Note [Device top-k]).
 //
 // DGC's sampled threshold, made exact where it matters: a threshold estimated from a small random
 // sample of magnitudes picks ~1.3k candidates in one streaming pass, and an exact selection among
@@ -12,6 +12,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <vector>
+
+#include "kernels/stream.h"
 
 namespace gw::kernels {
 
@@ -57,6 +59,14 @@ class TopkSelector {
   std::size_t select(const float* v, std::size_t n, std::size_t k, double sample_ratio,
                      std::uint64_t seed, std::uint32_t* out);
 
+  // select() where `stream` works: the host stream runs the overload above; a CUDA stream runs
+  // the device selector on v and out in that device's memory, with the same count and the same
+  // indices, ascending (Note [Device top-k]), and synchronises (the count comes back). Its device
+  // workspace, three arrays of n uint32, is kept for later calls. last_stats() describes it too,
+  // except `candidates` (see the Note).
+  std::size_t select(const float* v, std::size_t n, std::size_t k, double sample_ratio,
+                     std::uint64_t seed, std::uint32_t* out, const Stream& stream);
+
   const TopkStats& last_stats() const { return stats_; }
 
  private:
@@ -84,6 +94,8 @@ class TopkSelector {
   std::size_t count_ = 0;                  // candidates_ in use
   std::uint32_t threshold_key_ = 0;        // selected keys are >= it, unselected ones <= it
   TopkStats stats_;
+  // The device selector's workspace (thrust_algo::TopkWorkspace), on the last CUDA stream's device.
+  Buffer<std::uint32_t> device_keys_, device_scratch_, device_candidates_;
 };
 
 }  // namespace gw::kernels

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "kernels/topk.h"
+#include "kernels/topk_rules.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -53,27 +54,16 @@ namespace gw::kernels {
 
 namespace {
 
-constexpr std::size_t kMaxElements = std::numeric_limits<std::uint32_t>::max();
-constexpr std::size_t kScanBlock = 64;    // floats per scan block: one 64-bit pass mask
-constexpr std::size_t kSampleBlock = 16;  // floats per sampled block: 64 bytes
-constexpr std::size_t kMinCapacity = 1024;
-constexpr double kCandidateFactor = 1.3;  // candidates aimed at, per selected element
-constexpr std::size_t kSampleMinPerSelected = 64;
-constexpr int kMaxRescans = 2;
-constexpr std::uint32_t kSignBit = 0x80000000u;
-constexpr std::uint32_t kInfKey = 0x7f800000u;
+// The path, sample and thresholds are decided in kernels/topk_rules.h, shared with the device
+// selector so that both select the same indices.
+using topk_rules::key_magnitude;
+using topk_rules::kMaxRescans;
+using topk_rules::kMinCapacity;
+using topk_rules::kSampleBlock;
+using topk_rules::kSignBit;
+using topk_rules::magnitude_key;
 
-std::uint32_t magnitude_key(float x) {
-  std::uint32_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  return bits & ~kSignBit;
-}
-
-float key_magnitude(std::uint32_t key) {
-  float x;
-  std::memcpy(&x, &key, sizeof x);
-  return x;
-}
+constexpr std::size_t kScanBlock = 64;  // floats per scan block: one 64-bit pass mask
 
 template <class T>
 T* grow(std::vector<T>& buffer, std::size_t size) {
@@ -199,13 +189,6 @@ KthKey kth_largest(const std::uint32_t* keys, std::size_t m, std::size_t k,
   return kth_by_nth_element(out, m, k);
 }
 
-// A lower threshold than t > 0 (which selected too few): half the magnitude; inf and NaN keys go
-// to the largest finite float first.
-std::uint32_t halved(std::uint32_t t) {
-  if (t >= kInfKey) return kInfKey - 1;
-  return magnitude_key(key_magnitude(t) * 0.5f);
-}
-
 // splitmix64: a tiny, well-mixed generator, so a sample depends on the seed alone.
 class SplitMix64 {
  public:
@@ -231,15 +214,7 @@ std::size_t topk_min_count(std::size_t k) {
 
 std::size_t TopkSelector::select(const float* v, std::size_t n, std::size_t k, double sample_ratio,
                                  std::uint64_t seed, std::uint32_t* out) {
-  if (!(sample_ratio > 0.0 && sample_ratio <= 1.0)) {
-    throw std::invalid_argument("TopkSelector::select: sample_ratio must be in (0, 1], got " +
-                                std::to_string(sample_ratio));
-  }
-  if (n > kMaxElements) {
-    throw std::invalid_argument("TopkSelector::select: n = " + std::to_string(n) +
-                                " exceeds the limit of 4294967295 (2^32 - 1) elements (indices "
-                                "are uint32)");
-  }
+  topk_rules::check_select_arguments(n, sample_ratio);
   stats_ = TopkStats{};
   if (k == 0) {
     stats_.threshold = std::numeric_limits<float>::infinity();
@@ -253,21 +228,16 @@ std::size_t TopkSelector::select(const float* v, std::size_t n, std::size_t k, d
 
   const std::size_t min_count = topk_min_count(k);
   const std::size_t capacity = std::min(n, std::max(2 * k, kMinCapacity));
-  const auto wanted_sample =
-      std::max(static_cast<std::size_t>(std::ceil(static_cast<double>(n) * sample_ratio)),
-               (kSampleMinPerSelected * n + k - 1) / k);
-  const std::size_t sample_size = std::min(n, wanted_sample);
+  const std::size_t sample_size = topk_rules::sample_size(n, k, sample_ratio);
 
   std::size_t count;
-  if (2 * sample_size >= n) {
+  if (topk_rules::use_exact_threshold(sample_size, n)) {
     stats_.sample_size = n;
     count = scan(v, n, k, capacity, exact_kth_key(v, n, k));
   } else {
     const std::size_t sampled = draw_sample(v, n, sample_size, seed);
     stats_.sample_size = sampled;
-    const double aim = kCandidateFactor * static_cast<double>(k) / static_cast<double>(n);
-    auto rank = std::clamp<std::size_t>(
-        static_cast<std::size_t>(std::ceil(static_cast<double>(sampled) * aim)), 1, sampled);
+    std::size_t rank = topk_rules::first_rank(sampled, n, k);
     std::uint32_t threshold = sample_key_at_rank(rank);
     for (count = scan(v, n, k, capacity, threshold); count < min_count;
          count = scan(v, n, k, capacity, threshold)) {
@@ -280,13 +250,10 @@ std::size_t TopkSelector::select(const float* v, std::size_t n, std::size_t k, d
       ++stats_.rescans;
       // Too few passed: this region of the sample was denser than v. Go further down the sample
       // in proportion to the shortfall (at least twice as far); past its end, halve t instead.
-      const double shortfall =
-          static_cast<double>(k) / static_cast<double>(std::max<std::size_t>(count, 1));
-      rank = std::max(2 * rank, static_cast<std::size_t>(std::ceil(static_cast<double>(rank) *
-                                                                   kCandidateFactor * shortfall)));
-      std::uint32_t lower = rank <= sampled ? sample_key_at_rank(rank) : threshold;
-      if (lower >= threshold) lower = halved(threshold);
-      threshold = lower;
+      rank = topk_rules::rescan_rank(rank, k, count);
+      const bool in_sample = rank <= sampled;
+      threshold = topk_rules::lower_threshold(threshold, in_sample,
+                                              in_sample ? sample_key_at_rank(rank) : 0);
     }
   }
 
@@ -307,7 +274,7 @@ std::uint32_t TopkSelector::exact_kth_key(const float* v, std::size_t n, std::si
 
 std::size_t TopkSelector::draw_sample(const float* v, std::size_t n, std::size_t size,
                                       std::uint64_t seed) {
-  const std::size_t blocks = (size + kSampleBlock - 1) / kSampleBlock;
+  const std::size_t blocks = topk_rules::sample_blocks(size);
   const std::uint64_t available = n / kSampleBlock;  // whole blocks only; size < n / 2 here
   std::uint32_t* sample = grow(sample_, blocks * kSampleBlock);
   SplitMix64 rng(seed);

@@ -4,6 +4,8 @@
 
 #include "kernels/cuda/elementwise_cuda.h"
 #include "kernels/cuda/runtime_cuda.h"
+#include "kernels/cuda/sparse_cuda.h"
+#include "kernels/cuda/topk_cuda.h"
 #include "kernels/device.h"
 
 namespace gw::kernels {
@@ -33,6 +35,61 @@ double sum_of_squares(const float*, std::size_t, void*) { throw_unavailable("sum
 bool all_finite(const float*, std::size_t, void*) { throw_unavailable("all_finite"); }
 bool scale_and_check_finite(float*, float, std::size_t, void*) {
   throw_unavailable("scale_and_check_finite");
+}
+
+void magnitude_keys(const float*, std::size_t, std::uint32_t*, void*) {
+  throw_unavailable("magnitude_keys");
+}
+void sample_magnitude_keys(const float*, std::size_t, std::size_t, std::uint64_t, std::uint32_t*,
+                           void*) {
+  throw_unavailable("sample_magnitude_keys");
+}
+std::uint32_t kth_largest_key(const std::uint32_t*, std::size_t, std::size_t, std::uint32_t*,
+                              void*) {
+  throw_unavailable("kth_largest_key");
+}
+std::size_t count_at_least(const float*, std::size_t, std::uint32_t, void*) {
+  throw_unavailable("count_at_least");
+}
+std::size_t select_at_least(const float*, std::size_t, std::uint32_t, std::uint32_t*, void*) {
+  throw_unavailable("select_at_least");
+}
+std::uint32_t keep_top_k(const float*, std::uint32_t*, std::size_t, std::size_t, std::uint32_t*,
+                         void*) {
+  throw_unavailable("keep_top_k");
+}
+void pack_pairs(const std::uint32_t*, std::size_t, const float*, std::uint32_t*, void*) {
+  throw_unavailable("pack_pairs");
+}
+void zero_at(float*, const std::uint32_t*, std::size_t, void*) { throw_unavailable("zero_at"); }
+PairsCheck check_sparse_pairs(const std::uint32_t*, std::size_t, std::size_t, void*) {
+  throw_unavailable("check_sparse_pairs");
+}
+void scatter_add_pairs(const std::uint32_t*, std::size_t, float*, void*) {
+  throw_unavailable("scatter_add_pairs");
+}
+void momentum_accumulate(const float*, float*, float*, std::size_t, float, bool, void*) {
+  throw_unavailable("momentum_accumulate");
+}
+void momentum_to(const float*, float*, float*, std::size_t, float, bool, void*) {
+  throw_unavailable("momentum_to");
+}
+double clip_by_norm(float*, std::size_t, double, void*) { throw_unavailable("clip_by_norm"); }
+void subtract(const float*, const float*, float*, std::size_t, void*) {
+  throw_unavailable("subtract");
+}
+void add_to_anchor(const float*, float*, float*, std::size_t, void*) {
+  throw_unavailable("add_to_anchor");
+}
+void scale_to(const float*, float, float*, std::size_t, void*) { throw_unavailable("scale_to"); }
+void scale_to_fp16(const float*, float, Half*, std::size_t, void*) {
+  throw_unavailable("scale_to_fp16");
+}
+
+std::size_t select_topk(const float*, std::size_t, std::size_t, double, std::uint64_t,
+                        std::uint32_t*, std::uint32_t*, std::uint32_t*, std::uint32_t*, TopkStats&,
+                        void*) {
+  throw_unavailable("TopkSelector::select");
 }
 
 std::shared_ptr<Stream::Impl> create_stream(int) { throw_unavailable("Stream::cuda"); }
