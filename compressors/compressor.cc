@@ -6,16 +6,16 @@
 
 namespace gw::compressors {
 
-void decode_dense(const BucketView& bucket, const ExchangePlan& plan,
-                  const EncodedBucket& reduced) {
+void decode_dense(const BucketView& bucket, const ExchangePlan& plan, const EncodedBucket& reduced,
+                  const kernels::Stream& stream) {
   std::size_t at = 0;
   for (std::size_t pos : plan.dense) {
     const TensorSlot& t = bucket.tensors[pos];
     float* dst = bucket.data + t.offset;
     if (plan.dense_wire == DenseWire::kFloat16) {
-      kernels::cast_fp16_to_fp32(reduced.f16 + at, dst, t.numel, kernels::Stream::host());
+      kernels::cast_fp16_to_fp32(reduced.f16 + at, dst, t.numel, stream);
     } else if (reduced.f32 + at != dst) {
-      std::memcpy(dst, reduced.f32 + at, t.numel * sizeof(float));
+      kernels::copy_bytes(dst, reduced.f32 + at, t.numel * sizeof(float), stream);
     }
     at += t.numel;
   }

@@ -3,6 +3,14 @@
 // per bucket and step how the bucket travels (an ExchangePlan), and can save and load their state.
 // They never talk to the network: plugin/bucket_exchange.cc runs the collectives a plan names.
 //
+// Note [Compressors on a stream]
+// A compressor works on one kernels::Stream (set_stream; the host until then): its state arrays
+// live in that stream's memory, the buckets it encodes and the payload it writes must too, and
+// every per-element step is a kernels/ primitive on that stream, so the host and a GPU run the
+// same code with bit-identical arithmetic (the primitives promise it, kernels/sparse.h). What
+// stays on the host is what decides: plans, counts and the checks' verdicts. A primitive that
+// returns a count synchronises the stream; nothing else waits.
+//
 // One step, for every bucket in launch order:
 //   plan = c.plan(bucket, n)                    identical on every rank
 //   c.encode(bucket, plan, n, payload)          dense part into payload.dense, pairs into
@@ -21,6 +29,7 @@
 #include "compressors/kind.h"
 #include "compressors/sparse_message.h"
 #include "kernels/half.h"
+#include "kernels/stream.h"
 
 namespace gw::compressors {
 
@@ -47,6 +56,15 @@ class Compressor {
   virtual void begin_step(std::int64_t step) { step_ = step; }
   std::int64_t step() const { return step_; }
 
+  // Where the compressor works from now on: its state moves to the stream's memory (values kept),
+  // and encode() and decode run their primitives on it, over buckets in that memory (Note
+  // [Compressors on a stream]). The host stream until this is called.
+  void set_stream(const kernels::Stream& stream) {
+    move_state_to(stream);
+    stream_ = stream;
+  }
+  const kernels::Stream& stream() const { return stream_; }
+
   // The first step whose exchange has its steady-state size (after any warm-up); reports measure
   // per-step bytes from here.
   virtual std::int64_t warmup_end_step() const { return 0; }
@@ -70,11 +88,16 @@ class Compressor {
   virtual void load_state(std::istream& in) = 0;
 
  protected:
+  // Moves the compressor's state arrays to `stream`'s memory; nothing for a stateless one.
+  virtual void move_state_to(const kernels::Stream& /*stream*/) {}
+
   std::int64_t step_ = 0;
+  kernels::Stream stream_ = kernels::Stream::host();
 };
 
 // After the dense allreduce: writes the reduced dense part back into the bucket's dense tensors
-// (nothing to do when the exchange ran in place; fp16 is cast back to fp32).
-void decode_dense(const BucketView& bucket, const ExchangePlan& plan, const EncodedBucket& reduced);
+// (nothing to do when the exchange ran in place; fp16 is cast back to fp32), on `stream`.
+void decode_dense(const BucketView& bucket, const ExchangePlan& plan, const EncodedBucket& reduced,
+                  const kernels::Stream& stream = kernels::Stream::host());
 
 }  // namespace gw::compressors

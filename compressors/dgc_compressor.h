@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "compressors/sparsifying_compressor.h"
+#include "compressors/state_arrays.h"
 
 namespace gw::compressors {
 
@@ -44,16 +45,20 @@ class DgcCompressor final : public SparsifyingCompressor {
   void save_state(std::ostream& out) const override;
   void load_state(std::istream& in) override;
 
-  const std::vector<float>& momentum(std::size_t p) const { return momentum_[p]; }
-  // Empty for tensors below min_numel (always sent whole).
-  const std::vector<float>& accumulator(std::size_t p) const { return accumulator_[p]; }
+  // Host copies of parameter p's momentum u and accumulator v (v is empty for tensors below
+  // min_numel, always sent whole).
+  std::vector<float> momentum(std::size_t p) const { return momentum_.to_host(p); }
+  std::vector<float> accumulator(std::size_t p) const { return accumulator_.to_host(p); }
 
  private:
-  void clip(float* g, std::size_t numel, int world_size) const;
+  void move_state_to(const kernels::Stream& stream) override {
+    momentum_.move_to(stream);
+    accumulator_.move_to(stream);
+  }
 
   DgcOptions options_;
-  std::vector<std::vector<float>> momentum_;     // u, every parameter
-  std::vector<std::vector<float>> accumulator_;  // v, sparsifiable parameters
+  StateArrays momentum_;     // u, every parameter
+  StateArrays accumulator_;  // v, sparsifiable parameters
 };
 
 }  // namespace gw::compressors

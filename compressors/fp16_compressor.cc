@@ -4,7 +4,7 @@
 
 #include "compressors/none_compressor.h"
 #include "compressors/state_stream.h"
-#include "kernels/elementwise.h"
+#include "kernels/update.h"
 
 namespace gw::compressors {
 
@@ -15,15 +15,9 @@ void Fp16Compressor::plan_into(const BucketView& bucket, int /*world_size*/,
 
 void Fp16Compressor::encode(const BucketView& bucket, const ExchangePlan& /*plan*/, int world_size,
                             const EncodedBucket& out) {
-  // Scale and cast in cache-sized chunks: one pass over memory, no scratch the size of the bucket.
-  const float inv = 1.0f / static_cast<float>(world_size);
-  constexpr std::size_t kChunk = 4096;
-  float chunk[kChunk];
-  for (std::size_t i = 0; i < bucket.numel; i += kChunk) {
-    const std::size_t m = std::min(kChunk, bucket.numel - i);
-    for (std::size_t j = 0; j < m; ++j) chunk[j] = bucket.data[i + j] * inv;
-    kernels::cast_fp32_to_fp16(chunk, out.f16 + i, m, kernels::Stream::host());
-  }
+  // Each rank sends its value / ranks, so the fp16 sum is the average (and stays in range).
+  kernels::scale_to_fp16(bucket.data, 1.0f / static_cast<float>(world_size), out.f16, bucket.numel,
+                         stream_);
 }
 
 void Fp16Compressor::save_state(std::ostream& out) const { save_arrays(out, name(), step_, {}); }

@@ -1,8 +1,7 @@
 #include "compressors/none_compressor.h"
 
-#include <cstring>
-
 #include "compressors/state_stream.h"
+#include "kernels/stream.h"
 
 namespace gw::compressors {
 
@@ -20,7 +19,9 @@ void NoneCompressor::plan_into(const BucketView& bucket, int /*world_size*/,
 void NoneCompressor::encode(const BucketView& bucket, const ExchangePlan& /*plan*/,
                             int /*world_size*/, const EncodedBucket& out) {
   // In place when the exchange runs on the bucket itself; otherwise a copy.
-  if (out.f32 != bucket.data) std::memcpy(out.f32, bucket.data, bucket.numel * sizeof(float));
+  if (out.f32 != bucket.data) {
+    kernels::copy_bytes(out.f32, bucket.data, bucket.numel * sizeof(float), stream_);
+  }
 }
 
 void NoneCompressor::save_state(std::ostream& out) const { save_arrays(out, name(), step_, {}); }

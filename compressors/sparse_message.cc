@@ -1,41 +1,57 @@
 #include "compressors/sparse_message.h"
 
 #include <algorithm>
-#include <cstring>
 #include <string>
+
+#include "kernels/sparse.h"
 
 namespace gw::compressors {
 namespace {
-
-float word_to_float(std::uint32_t w) {
-  float f;
-  std::memcpy(&f, &w, sizeof f);
-  return f;
-}
-
-std::uint32_t float_to_word(float f) {
-  std::uint32_t w;
-  std::memcpy(&w, &f, sizeof w);
-  return w;
-}
 
 [[noreturn]] void reject(int rank, const BucketView& bucket, const std::string& what) {
   throw PayloadError("sparse gradient message from rank " + std::to_string(rank) + " (bucket " +
                      std::to_string(bucket.index) + ") is malformed: " + what);
 }
 
+// One word of a message in `stream`'s memory, read on the host.
+std::uint32_t read_word(const std::uint32_t* word, const kernels::Stream& stream) {
+  if (stream.is_host()) return *word;
+  std::uint32_t value = 0;
+  kernels::copy_bytes(&value, word, sizeof value, stream);
+  stream.synchronize();
+  return value;
+}
+
 }  // namespace
 
-void SparseMessageWriter::append(const std::uint32_t* indices, std::size_t count,
-                                 const float* tensor) {
-  const std::size_t start = words_.size();
-  words_.resize(start + 1 + 2 * count);
-  std::uint32_t* out = words_.data() + start;
-  out[0] = static_cast<std::uint32_t>(count);
-  for (std::size_t j = 0; j < count; ++j) {
-    out[1 + 2 * j] = indices[j];
-    out[2 + 2 * j] = float_to_word(tensor[indices[j]]);
+void SparseMessageWriter::reserve(std::size_t words, const kernels::Stream& stream) {
+  if (words <= words_.size() && stream == stream_) return;
+  kernels::Buffer<std::uint32_t> grown(std::max(words, 2 * words_.size()), stream);
+  if (size_ > 0) {
+    const kernels::Stream& copier = stream.is_host() ? stream_ : stream;
+    stream_.synchronize();
+    kernels::copy_bytes(grown.data(), words_.data(), size_ * sizeof(std::uint32_t), copier);
   }
+  words_ = std::move(grown);
+  stream_ = stream;
+}
+
+void SparseMessageWriter::append(const std::uint32_t* indices, std::size_t count,
+                                 const float* tensor, const kernels::Stream& stream) {
+  reserve(size_ + 1 + 2 * count, stream);
+  const auto header = static_cast<std::uint32_t>(count);
+  // From the host's stack: a copy from pageable memory has read it before it returns.
+  kernels::copy_bytes(words_.data() + size_, &header, sizeof header, stream_);
+  kernels::pack_pairs(indices, count, tensor, words_.data() + size_ + 1, stream_);
+  size_ += 1 + 2 * count;
+}
+
+std::vector<std::uint32_t> SparseMessageWriter::words() const {
+  std::vector<std::uint32_t> host(size_);
+  stream_.synchronize();
+  kernels::copy_bytes(host.data(), words_.data(), size_ * sizeof(std::uint32_t), stream_);
+  stream_.synchronize();
+  return host;
 }
 
 std::size_t max_message_words(const ExchangePlan& plan) {
@@ -59,30 +75,27 @@ void check_message_sizes(const BucketView& bucket, const ExchangePlan& plan,
   }
 }
 
-void SentIndices::reserve(std::size_t numel) {
-  const std::size_t words = (numel + 63) / 64;
-  if (bits_.size() < words) bits_.resize(words, 0);
-}
-
 void validate_sparse_messages(const BucketView& bucket, const ExchangePlan& plan,
                               const std::uint32_t* words,
-                              const std::vector<std::size_t>& words_per_rank, SentIndices& sent) {
-  for (std::size_t pos : plan.sparse) sent.reserve(bucket.tensors[pos].numel);
+                              const std::vector<std::size_t>& words_per_rank,
+                              SparseSegments& segments, const kernels::Stream& stream) {
+  const std::size_t tensors = plan.sparse.size();
+  segments.offset.assign(words_per_rank.size() * tensors, 0);
+  segments.count.assign(words_per_rank.size() * tensors, 0);
   std::size_t offset = 0;
   for (std::size_t r = 0; r < words_per_rank.size(); ++r) {
     const int rank = static_cast<int>(r);
-    const std::uint32_t* msg = words + offset;
     const std::size_t size = words_per_rank[r];
-    offset += size;
     std::size_t at = 0;
-    for (std::size_t j = 0; j < plan.sparse.size(); ++j) {
+    for (std::size_t j = 0; j < tensors; ++j) {
       const TensorSlot& t = bucket.tensors[plan.sparse[j]];
       if (at >= size) {
         reject(rank, bucket,
-               "it ends after " + std::to_string(j) + " of " + std::to_string(plan.sparse.size()) +
+               "it ends after " + std::to_string(j) + " of " + std::to_string(tensors) +
                    " tensors (" + std::to_string(size) + " words)");
       }
-      const std::size_t count = msg[at++];
+      const std::size_t count = read_word(words + offset + at, stream);
+      ++at;
       if (count > plan.k[j]) {
         reject(rank, bucket,
                "tensor " + std::to_string(t.parameter) + " has " + std::to_string(count) +
@@ -93,61 +106,51 @@ void validate_sparse_messages(const BucketView& bucket, const ExchangePlan& plan
                "tensor " + std::to_string(t.parameter) + " announces " + std::to_string(count) +
                    " pairs but only " + std::to_string((size - at) / 2) + " follow");
       }
-      const std::uint32_t* pairs = msg + at;
-      // Clears what this tensor's pairs marked, so `sent` is clear for the next one (or call).
-      const auto unmark_first = [&](std::size_t n) {
-        for (std::size_t i = 0; i < n; ++i) sent.unmark(pairs[2 * i]);
-      };
-      for (std::size_t i = 0; i < count; ++i) {
-        const std::uint32_t index = pairs[2 * i];
-        if (index >= t.numel) {
-          unmark_first(i);
-          reject(rank, bucket,
-                 "tensor " + std::to_string(t.parameter) + " pair " + std::to_string(i) +
-                     " has index " + std::to_string(index) + ", outside [0, " +
-                     std::to_string(t.numel) + ")");
-        }
-        if (!sent.mark(index)) {
-          // Summing it twice would add that element's value twice; name where it first came.
-          std::size_t first = 0;
-          while (pairs[2 * first] != index) ++first;
-          unmark_first(i);
-          reject(rank, bucket,
-                 "tensor " + std::to_string(t.parameter) + " pairs " + std::to_string(first) +
-                     " and " + std::to_string(i) + " both have index " + std::to_string(index) +
-                     "; a rank sends each index at most once per tensor");
-        }
+      const kernels::PairsCheck check =
+          kernels::check_sparse_pairs(words + offset + at, count, t.numel, stream);
+      if (check.problem == kernels::PairsProblem::kIndexOutOfRange) {
+        reject(rank, bucket,
+               "tensor " + std::to_string(t.parameter) + " pair " + std::to_string(check.position) +
+                   " has index " + std::to_string(check.index) + ", outside [0, " +
+                   std::to_string(t.numel) + ")");
       }
-      unmark_first(count);
+      if (check.problem == kernels::PairsProblem::kNotIncreasing) {
+        // A repeat would add that element's value twice; any other order is not what a selector
+        // sends.
+        reject(rank, bucket,
+               "tensor " + std::to_string(t.parameter) + " pair " + std::to_string(check.position) +
+                   " has index " + std::to_string(check.index) + ", not above pair " +
+                   std::to_string(check.position - 1) + "'s index " +
+                   std::to_string(check.previous_index) +
+                   "; a rank sends each tensor's indices in strictly increasing order");
+      }
+      segments.offset[r * tensors + j] = offset + at;
+      segments.count[r * tensors + j] = count;
       at += 2 * count;
     }
     if (at != size) {
       reject(rank, bucket,
-             std::to_string(size - at) + " words left over after the " +
-                 std::to_string(plan.sparse.size()) + " tensors its counts describe");
+             std::to_string(size - at) + " words left over after the " + std::to_string(tensors) +
+                 " tensors its counts describe");
     }
+    offset += size;
   }
 }
 
 void accumulate_sparse_messages(const BucketView& bucket, const ExchangePlan& plan,
-                                const std::uint32_t* words,
-                                const std::vector<std::size_t>& words_per_rank) {
+                                const std::uint32_t* words, const SparseSegments& segments,
+                                const kernels::Stream& stream) {
+  const std::size_t tensors = plan.sparse.size();
   for (std::size_t pos : plan.sparse) {
     const TensorSlot& t = bucket.tensors[pos];
-    std::fill(bucket.data + t.offset, bucket.data + t.offset + t.numel, 0.0f);
+    kernels::fill_zero(bucket.data + t.offset, t.numel * sizeof(float), stream);
   }
-  std::size_t offset = 0;
-  for (std::size_t size : words_per_rank) {
-    const std::uint32_t* msg = words + offset;
-    offset += size;
-    std::size_t at = 0;
-    for (std::size_t pos : plan.sparse) {
-      float* tensor = bucket.data + bucket.tensors[pos].offset;
-      const std::size_t count = msg[at++];
-      for (std::size_t i = 0; i < count; ++i) {
-        tensor[msg[at + 2 * i]] += word_to_float(msg[at + 2 * i + 1]);
-      }
-      at += 2 * count;
+  const std::size_t ranks = tensors == 0 ? 0 : segments.count.size() / tensors;
+  for (std::size_t r = 0; r < ranks; ++r) {
+    for (std::size_t j = 0; j < tensors; ++j) {
+      float* tensor = bucket.data + bucket.tensors[plan.sparse[j]].offset;
+      kernels::scatter_add_pairs(words + segments.offset[r * tensors + j],
+                                 segments.count[r * tensors + j], tensor, stream);
     }
   }
 }

@@ -4,11 +4,13 @@
 // One message per rank per bucket, in 32-bit words, host byte order. For each tensor of the plan's
 // sparse list, in plan order: the pair count c, then c pairs of (index, value): the index (uint32,
 // relative to the tensor) and the value (float bits). A rank sends at most the plan's k pairs per
-// tensor, each index at most once (pairs need not be in index order: a device's top-k may write
-// them in any order). Receivers check every message against the plan before anything is added: a
-// count above k, an index out of range or sent twice for one tensor, or a message whose length
-// does not match its counts is a PayloadError that names the sending rank; nothing is written out
-// of bounds and nothing is half-applied. Values are not judged: a NaN or an infinity is a gradient
+// tensor, in strictly increasing index order (the selectors, host and device, write ascending
+// indices), so no index comes twice. Receivers check every message against the plan before
+// anything is added: a count above k, an index out of range or not above the one before it, or a
+// message whose length does not match its counts is a PayloadError that names the sending rank;
+// nothing is written out of bounds and nothing is half-applied. Messages live where the exchange
+// runs (host or device memory, Note [Compressors on a stream]): the receiver reads the count words
+// to the host and checks the pairs where they are (kernels::check_sparse_pairs). Values are not judged: a NaN or an infinity is a gradient
 // like any other, for the AMP overflow check to find (the top-k selector sends NaN on purpose).
 #pragma once
 
@@ -19,6 +21,7 @@
 
 #include "compressors/bucket_view.h"
 #include "compressors/exchange_plan.h"
+#include "kernels/stream.h"
 
 namespace gw::compressors {
 
@@ -30,14 +33,22 @@ class PayloadError : public std::runtime_error {
 
 class SparseMessageWriter {
  public:
-  void clear() { words_.clear(); }
-  void reserve(std::size_t words) { words_.reserve(words); }
-  // Appends one tensor: count, then the pairs (indices[j], tensor[indices[j]]).
-  void append(const std::uint32_t* indices, std::size_t count, const float* tensor);
-  const std::vector<std::uint32_t>& words() const { return words_; }
+  void clear() { size_ = 0; }
+  // Room for `words` words in `stream`'s memory; what was written is kept.
+  void reserve(std::size_t words, const kernels::Stream& stream = kernels::Stream::host());
+  // Appends one tensor: count, then the pairs (indices[j], tensor[indices[j]]); indices ascending.
+  // indices and tensor are in `stream`'s memory; the words go there too.
+  void append(const std::uint32_t* indices, std::size_t count, const float* tensor,
+              const kernels::Stream& stream = kernels::Stream::host());
+  const std::uint32_t* data() const { return words_.data(); }
+  std::size_t size() const { return size_; }
+  // A host copy of the message (synchronises the stream it was written on).
+  std::vector<std::uint32_t> words() const;
 
  private:
-  std::vector<std::uint32_t> words_;
+  kernels::Stream stream_ = kernels::Stream::host();
+  kernels::Buffer<std::uint32_t> words_;
+  std::size_t size_ = 0;
 };
 
 // The most words a message for `plan` can have.
@@ -49,37 +60,26 @@ void check_message_sizes(const BucketView& bucket, const ExchangePlan& plan,
                          const std::vector<std::int64_t>& announced,
                          std::vector<std::size_t>& words_per_rank);
 
-// The indices of one tensor that a message has sent so far: a bit per element, to find an index
-// sent twice in time proportional to the pairs. validate_sparse_messages leaves it all clear;
-// reused from step to step, it allocates only when a larger tensor comes.
-class SentIndices {
- public:
-  // Makes room for indices in [0, numel).
-  void reserve(std::size_t numel);
-  // Marks `index` (< the reserved numel); false when it was marked already.
-  bool mark(std::uint32_t index) {
-    std::uint64_t& word = bits_[index / 64];
-    const std::uint64_t bit = std::uint64_t{1} << (index % 64);
-    const bool fresh = (word & bit) == 0;
-    word |= bit;
-    return fresh;
-  }
-  void unmark(std::uint32_t index) { bits_[index / 64] &= ~(std::uint64_t{1} << (index % 64)); }
-
- private:
-  std::vector<std::uint64_t> bits_;
+// Where each rank's pairs for each sparse tensor lie in the received words, once validated:
+// entry r * (sparse tensors) + j.
+struct SparseSegments {
+  std::vector<std::size_t> offset;  // the first pair's word
+  std::vector<std::size_t> count;   // pairs
 };
 
-// Checks the messages of every rank (rank r's are words[offset_r, offset_r + words_per_rank[r]))
-// against the plan; throws PayloadError naming the first bad sender, the bucket, the tensor and,
-// for an index out of range or sent twice, the index. `sent` is scratch (left clear).
+// Checks the messages of every rank (rank r's are words[offset_r, offset_r + words_per_rank[r]),
+// in `stream`'s memory) against the plan; throws PayloadError naming the first bad sender, the
+// bucket, the tensor and, for a bad index, the pair and the index. Fills `segments`.
 void validate_sparse_messages(const BucketView& bucket, const ExchangePlan& plan,
                               const std::uint32_t* words,
-                              const std::vector<std::size_t>& words_per_rank, SentIndices& sent);
+                              const std::vector<std::size_t>& words_per_rank,
+                              SparseSegments& segments,
+                              const kernels::Stream& stream = kernels::Stream::host());
 
-// After validation: sets each sparse tensor of the bucket to the sum of every rank's pairs.
+// After validation: sets each sparse tensor of the bucket to the sum of every rank's pairs, added
+// rank by rank in rank order (bit-identical on every rank and device).
 void accumulate_sparse_messages(const BucketView& bucket, const ExchangePlan& plan,
-                                const std::uint32_t* words,
-                                const std::vector<std::size_t>& words_per_rank);
+                                const std::uint32_t* words, const SparseSegments& segments,
+                                const kernels::Stream& stream = kernels::Stream::host());
 
 }  // namespace gw::compressors

@@ -1,7 +1,10 @@
 #include "compressors/sparsifying_compressor.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
+
+#include "kernels/sparse.h"
 
 namespace gw::compressors {
 namespace {
@@ -66,11 +69,11 @@ void SparsifyingCompressor::plan_into(const BucketView& bucket, int world_size,
 
 std::size_t SparsifyingCompressor::send_top_k(float* acc, std::size_t numel, std::size_t k,
                                               std::size_t parameter, SparseMessageWriter& out) {
-  if (selected_.size() < k) selected_.resize(k);
+  std::uint32_t* selected = selected_.reserve_discard(std::min(k, numel), stream_);
   const std::size_t count = selector_.select(acc, numel, k, options_.sample_ratio,
-                                             selection_seed(step_, parameter), selected_.data());
-  out.append(selected_.data(), count, acc);
-  for (std::size_t j = 0; j < count; ++j) acc[selected_[j]] = 0.0f;
+                                             selection_seed(step_, parameter), selected, stream_);
+  out.append(selected, count, acc, stream_);
+  kernels::zero_at(acc, selected, count, stream_);
   return count;
 }
 

@@ -8,6 +8,7 @@
 
 #include "compressors/compressor.h"
 #include "compressors/sparsity_schedule.h"
+#include "kernels/stream.h"
 #include "kernels/topk.h"
 
 namespace gw::compressors {
@@ -46,8 +47,8 @@ class SparsifyingCompressor : public Compressor {
 
  protected:
   // Selects about k of the largest |acc[i]| (kernels::TopkSelector), appends them to `out` and
-  // zeroes them in acc (error feedback keeps the rest). Returns how many were sent; their indices
-  // are selected()[0, count) until the next call.
+  // zeroes them in acc (error feedback keeps the rest), on the compressor's stream. Returns how
+  // many were sent; their indices are selected()[0, count) (stream memory) until the next call.
   std::size_t send_top_k(float* acc, std::size_t numel, std::size_t k, std::size_t parameter,
                          SparseMessageWriter& out);
   const std::uint32_t* selected() const { return selected_.data(); }
@@ -58,7 +59,7 @@ class SparsifyingCompressor : public Compressor {
   SparsifyOptions options_;
   SparsitySchedule schedule_;
   kernels::TopkSelector selector_;
-  std::vector<std::uint32_t> selected_;
+  kernels::Buffer<std::uint32_t> selected_;
 };
 
 }  // namespace gw::compressors

@@ -1,17 +1,14 @@
 #include "compressors/topk_compressor.h"
 
-#include <algorithm>
-#include <cstring>
-
-#include "compressors/state_stream.h"
+#include "kernels/elementwise.h"
 
 namespace gw::compressors {
 
 TopkCompressor::TopkCompressor(std::vector<std::size_t> numels, SparsifyOptions options)
-    : SparsifyingCompressor(std::move(numels), std::move(options)), residual_(numels_.size()) {
-  for (std::size_t p = 0; p < numels_.size(); ++p) {
-    if (sparsifiable(p)) residual_[p].assign(numels_[p], 0.0f);
-  }
+    : SparsifyingCompressor(std::move(numels), std::move(options)) {
+  std::vector<bool> present(numels_.size());
+  for (std::size_t p = 0; p < numels_.size(); ++p) present[p] = sparsifiable(p);
+  residual_ = StateArrays(numels_, present);
 }
 
 void TopkCompressor::encode(const BucketView& bucket, const ExchangePlan& plan, int /*world_size*/,
@@ -21,35 +18,33 @@ void TopkCompressor::encode(const BucketView& bucket, const ExchangePlan& plan, 
     const TensorSlot& t = bucket.tensors[pos];
     const float* g = bucket.data + t.offset;
     float* dst = out.f32 + at;
-    std::vector<float>& r = residual_[t.parameter];
-    if (!r.empty()) {
-      // Dense for this step (warm-up or fallback): the whole accumulation goes out.
-      for (std::size_t i = 0; i < t.numel; ++i) dst[i] = g[i] + r[i];
-      std::fill(r.begin(), r.end(), 0.0f);
+    if (!residual_.empty(t.parameter)) {
+      // Dense for this step (warm-up or fallback): the whole accumulation (r + g, one rounding as
+      // g + r) goes out, and r starts again from zero.
+      float* r = residual_.data(t.parameter);
+      kernels::axpy(1.0f, g, r, t.numel, stream_);
+      kernels::copy_bytes(dst, r, t.numel * sizeof(float), stream_);
+      kernels::fill_zero(r, t.numel * sizeof(float), stream_);
     } else if (dst != g) {
-      std::memcpy(dst, g, t.numel * sizeof(float));
+      kernels::copy_bytes(dst, g, t.numel * sizeof(float), stream_);
     }
     at += t.numel;
   }
   for (std::size_t j = 0; j < plan.sparse.size(); ++j) {
     const TensorSlot& t = bucket.tensors[plan.sparse[j]];
     const float* g = bucket.data + t.offset;
-    float* r = residual_[t.parameter].data();
-    for (std::size_t i = 0; i < t.numel; ++i) r[i] += g[i];
+    float* r = residual_.data(t.parameter);
+    kernels::axpy(1.0f, g, r, t.numel, stream_);
     send_top_k(r, t.numel, plan.k[j], t.parameter, *out.sparse);
   }
 }
 
 void TopkCompressor::save_state(std::ostream& out) const {
-  std::vector<const std::vector<float>*> arrays;
-  for (const auto& r : residual_) arrays.push_back(&r);
-  save_arrays(out, name(), step_, arrays);
+  save_state_arrays(out, name(), step_, {&residual_});
 }
 
 void TopkCompressor::load_state(std::istream& in) {
-  std::vector<std::vector<float>*> arrays;
-  for (auto& r : residual_) arrays.push_back(&r);
-  load_arrays(in, name(), &step_, arrays);
+  load_state_arrays(in, name(), &step_, {&residual_});
 }
 
 }  // namespace gw::compressors

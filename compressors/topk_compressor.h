@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "compressors/sparsifying_compressor.h"
+#include "compressors/state_arrays.h"
 
 namespace gw::compressors {
 
@@ -19,11 +20,14 @@ class TopkCompressor final : public SparsifyingCompressor {
   void save_state(std::ostream& out) const override;
   void load_state(std::istream& in) override;
 
-  // Parameter p's residual (empty for tensors below min_numel, which are always sent whole).
-  const std::vector<float>& residual(std::size_t p) const { return residual_[p]; }
+  // A host copy of parameter p's residual (empty for tensors below min_numel, which are always
+  // sent whole).
+  std::vector<float> residual(std::size_t p) const { return residual_.to_host(p); }
 
  private:
-  std::vector<std::vector<float>> residual_;
+  void move_state_to(const kernels::Stream& stream) override { residual_.move_to(stream); }
+
+  StateArrays residual_;
 };
 
 }  // namespace gw::compressors

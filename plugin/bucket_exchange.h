@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "compressors/compressor.h"
+#include "kernels/stream.h"
 #include "plugin/comm/communicator.h"
 
 namespace gw {
@@ -26,6 +27,10 @@ class BucketExchange {
   // `kind` is what the counters charge the bucket's payload to: gradients, or parameters when local
   // SGD averages them through the same path. Returns the plan that ran (valid until the next
   // call). `times`, when given, receives the end of each phase.
+  // The bucket and every payload live where the compressor's stream works (Note [Compressors on a
+  // stream]); the communicator takes device buffers (MPI stages them, NCCL runs on them). The
+  // stream is synchronised before each collective, so the communicator sees finished data, and
+  // the decode is enqueued on it after.
   const compressors::ExchangePlan& run(Communicator& comm, compressors::Compressor& compressor,
                                        const compressors::BucketView& bucket,
                                        TrafficKind kind = TrafficKind::kGradient,
@@ -35,14 +40,14 @@ class BucketExchange {
   // Reused from step to step: once grown, a step allocates only the per-rank count vector that
   // Communicator::allgatherv takes by value.
   compressors::ExchangePlan plan_;
-  std::vector<float> dense_f32_;
-  std::vector<Half> dense_f16_;
+  kernels::Buffer<float> dense_f32_;
+  kernels::Buffer<Half> dense_f16_;
   compressors::SparseMessageWriter sparse_;
-  std::vector<std::uint32_t> received_;
+  kernels::Buffer<std::uint32_t> received_;
   std::vector<std::int64_t> sizes_;
   std::vector<std::size_t> ones_;
   std::vector<std::size_t> words_per_rank_;
-  compressors::SentIndices sent_indices_;
+  compressors::SparseSegments segments_;
 };
 
 }  // namespace gw

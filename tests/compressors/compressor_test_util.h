@@ -72,9 +72,9 @@ inline void combine(const std::vector<Encoded>& ranks, const BucketView& bucket)
   reduced.dense_count = dense.size();
   decode_dense(bucket, plan, reduced);
   if (!plan.sparse.empty()) {
-    SentIndices sent;
+    SparseSegments sent;
     validate_sparse_messages(bucket, plan, words.data(), sizes, sent);
-    accumulate_sparse_messages(bucket, plan, words.data(), sizes);
+    accumulate_sparse_messages(bucket, plan, words.data(), sent);
   }
 }
 

@@ -34,24 +34,25 @@ TEST(SparseMessage, WriterLayoutAndExactSumOverRanks) {
   std::vector<float> t1 = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
   std::vector<float> t2 = {-1, -2, -3, -4, -5, -6};
   SparseMessageWriter a, b;
-  const std::uint32_t a1[] = {9, 0}, a2[] = {5};
+  const std::uint32_t a1[] = {0, 9}, a2[] = {5};
   a.append(a1, 2, t1.data());
   a.append(a2, 1, t2.data());
-  const std::uint32_t b1[] = {9}, b2[] = {0, 5, 2};
+  const std::uint32_t b1[] = {9}, b2[] = {0, 2, 5};
   b.append(b1, 1, t1.data());
   b.append(b2, 3, t2.data());
   // count, (index, value) pairs, per tensor.
-  const std::vector<std::uint32_t> expected_a = {2, 9, bits(9), 0, bits(0), 1, 5, bits(-6)};
+  const std::vector<std::uint32_t> expected_a = {2, 0, bits(0), 9, bits(9), 1, 5, bits(-6)};
   EXPECT_EQ(a.words(), expected_a);
   EXPECT_EQ(max_message_words(c.plan), 2u + 2 * (2 + 3));
 
   std::vector<std::uint32_t> words = a.words();
-  words.insert(words.end(), b.words().begin(), b.words().end());
-  const std::vector<std::size_t> sizes = {a.words().size(), b.words().size()};
+  const std::vector<std::uint32_t> b_words = b.words();  // a host copy each call
+  words.insert(words.end(), b_words.begin(), b_words.end());
+  const std::vector<std::size_t> sizes = {a.words().size(), b_words.size()};
   std::fill(c.storage.begin(), c.storage.end(), 7.0f);  // the dense tensor stays untouched
-  SentIndices sent;
+  SparseSegments sent;
   validate_sparse_messages(c.bucket, c.plan, words.data(), sizes, sent);
-  accumulate_sparse_messages(c.bucket, c.plan, words.data(), sizes);
+  accumulate_sparse_messages(c.bucket, c.plan, words.data(), sent);
   const std::vector<float> expected = {7,  7, 7,                          // dense
                                        0,  0, 0,  0, 0, 0,  0, 0, 0, 18,  // 9 + 9
                                        -1, 0, -3, 0, 0, -12};             // -1, -3, -6 - 6
@@ -69,7 +70,7 @@ void expect_rejected(const std::vector<std::uint32_t>& bad, const std::string& f
   words.insert(words.end(), bad.begin(), bad.end());
   const std::vector<std::size_t> sizes = {good.size(), bad.size()};
   try {
-    SentIndices sent;
+    SparseSegments sent;
     validate_sparse_messages(c.bucket, c.plan, words.data(), sizes, sent);
     FAIL() << "accepted a malformed message";
   } catch (const PayloadError& e) {
@@ -87,23 +88,26 @@ TEST(SparseMessage, RejectsAnIndexOutOfRange) {
 }
 
 // Regression (fuzz_sparse_message): an index sent twice for one tensor was accepted and its
-// value added twice.
-TEST(SparseMessage, RejectsAnIndexSentTwiceForOneTensor) {
-  expect_rejected({2, 4, bits(1.0f), 4, bits(2.0f), 0}, "tensor 1 pairs 0 and 1 both have index 4");
-  expect_rejected({0, 3, 5, bits(1.0f), 2, bits(1.0f), 5, bits(1.0f)},
-                  "tensor 2 pairs 0 and 2 both have index 5");
+// value added twice. Indices come strictly increasing, so a repeat is refused, and so is any other
+// order (the first pair not above the one before it is named).
+TEST(SparseMessage, RejectsAnIndexSentTwiceOrOutOfOrder) {
+  expect_rejected({2, 4, bits(1.0f), 4, bits(2.0f), 0},
+                  "tensor 1 pair 1 has index 4, not above pair 0's index 4");
+  expect_rejected({0, 3, 2, bits(1.0f), 5, bits(1.0f), 5, bits(1.0f)},
+                  "tensor 2 pair 2 has index 5, not above pair 1's index 5");
   expect_rejected({0, 3, 0, bits(1.0f), 0, bits(1.0f), 0, bits(1.0f)},
-                  "tensor 2 pairs 0 and 1 both have index 0");
+                  "tensor 2 pair 1 has index 0, not above pair 0's index 0");
+  expect_rejected({2, 5, bits(1.0f), 4, bits(2.0f), 0}, "strictly increasing order");
 }
 
 // An index may come once per tensor from each rank: in another tensor or from another rank it is
-// not a repeat. And a rejection leaves the scratch clear for the next call.
-TEST(SparseMessage, AnIndexRepeatsAcrossTensorsAndRanksAndTheScratchIsReusable) {
+// not a repeat. A rejection leaves nothing behind that changes the next call's result.
+TEST(SparseMessage, AnIndexRepeatsAcrossTensorsAndRanksAndTheSegmentsAreReusable) {
   TwoTensorCase c;
   const std::vector<std::uint32_t> rank0 = {1, 4, bits(1.0f), 1, 4, bits(2.0f)};
-  const std::vector<std::uint32_t> rank1 = {2, 5, bits(0.5f), 4, bits(4.0f), 1, 4, bits(8.0f)};
+  const std::vector<std::uint32_t> rank1 = {2, 4, bits(4.0f), 5, bits(0.5f), 1, 4, bits(8.0f)};
   const std::vector<std::uint32_t> repeat = {2, 4, bits(1.0f), 4, bits(1.0f), 0};
-  SentIndices sent;
+  SparseSegments sent;
   std::vector<std::uint32_t> words = rank0;
   words.insert(words.end(), repeat.begin(), repeat.end());
   EXPECT_THROW(
@@ -113,7 +117,7 @@ TEST(SparseMessage, AnIndexRepeatsAcrossTensorsAndRanksAndTheScratchIsReusable) 
   words.insert(words.end(), rank1.begin(), rank1.end());
   const std::vector<std::size_t> sizes = {rank0.size(), rank1.size()};
   validate_sparse_messages(c.bucket, c.plan, words.data(), sizes, sent);
-  accumulate_sparse_messages(c.bucket, c.plan, words.data(), sizes);
+  accumulate_sparse_messages(c.bucket, c.plan, words.data(), sent);
   EXPECT_EQ(c.storage[3 + 4], 1.0f + 4.0f);       // tensor 1, index 4: ranks 0 and 1
   EXPECT_EQ(c.storage[3 + 5], 0.5f);              // tensor 1, index 5: rank 1
   EXPECT_EQ(c.storage[3 + 10 + 4], 2.0f + 8.0f);  // tensor 2, index 4: ranks 0 and 1
