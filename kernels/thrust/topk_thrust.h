@@ -27,17 +27,17 @@
 #include <cstdint>
 #include <limits>
 
+#include "kernels/thrust/sparse_thrust.h"
 #include "kernels/topk.h"
 #include "kernels/topk_rules.h"
-#include "kernels/thrust/sparse_thrust.h"
 
 namespace gw::kernels::thrust_algo {
 
 // Device memory of the selector: three arrays of n elements each.
 struct TopkWorkspace {
-  Key* keys;         // magnitude keys: the sample, or all n (exact threshold)
-  Key* scratch;      // a sorted copy of keys; the candidates' keys in keep_top_k
-  Index* candidates; // S(t), ascending
+  Key* keys;          // magnitude keys: the sample, or all n (exact threshold)
+  Key* scratch;       // a sorted copy of keys; the candidates' keys in keep_top_k
+  Index* candidates;  // S(t), ascending
 };
 
 // TopkSelector::select on the policy's device: same arguments (checked by the caller), same

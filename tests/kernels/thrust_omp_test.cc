@@ -106,7 +106,8 @@ TEST(ThrustOmp, ClipByNormMatchesCpu) {
     }
   }
   std::vector<float> inf = {1.0f, std::numeric_limits<float>::infinity(), 2.0f}, inf2 = inf;
-  EXPECT_EQ(cpu::clip_by_norm(inf.data(), 3, 1.0), thrust_algo::clip_by_norm(omp, inf2.data(), 3, 1.0));
+  EXPECT_EQ(cpu::clip_by_norm(inf.data(), 3, 1.0),
+            thrust_algo::clip_by_norm(omp, inf2.data(), 3, 1.0));
   EXPECT_TRUE(same_bits(inf, inf2));  // limit / inf = 0: every element becomes 0 (inf * 0: NaN)
 }
 
@@ -256,7 +257,8 @@ TEST(ThrustOmp, PackZeroAndScatterAddMatchCpuBitForBit) {
     SCOPED_TRACE(input_name(n, dist));
     const std::vector<float> v = make_values(dist, n, 15);
     std::vector<std::uint32_t> idx(n);
-    const std::size_t count = cpu::select_at_least(v.data(), n, thresholds_for(v).back(), idx.data());
+    const std::size_t count =
+        cpu::select_at_least(v.data(), n, thresholds_for(v).back(), idx.data());
     std::vector<std::uint32_t> words(2 * count), words2(2 * count);
     cpu::pack_pairs(idx.data(), count, v.data(), words.data());
     thrust_algo::pack_pairs(omp, idx.data(), count, v.data(), words2.data());
@@ -279,8 +281,8 @@ bool same_check(const PairsCheck& a, const PairsCheck& b) {
 }
 
 TEST(ThrustOmp, CheckSparsePairsMatchesCpu) {
-  for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{1000},
-                            std::size_t{100'003}}) {
+  for (std::size_t count :
+       {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{1000}, std::size_t{100'003}}) {
     const std::size_t numel = 3 * count + 5;
     std::vector<std::uint32_t> good(2 * count);
     for (std::size_t j = 0; j < count; ++j) {
@@ -325,10 +327,9 @@ DeviceSelection select_on_omp(const std::vector<float>& v, std::size_t k, double
   std::vector<std::uint32_t> keys(n), scratch(n), candidates(n);
   DeviceSelection s;
   s.out.assign(std::min(k, n), 0xdeadbeefu);
-  s.count = thrust_algo::select_topk(omp, v.data(), n, k, ratio, seed, s.out.data(),
-                                     thrust_algo::TopkWorkspace{keys.data(), scratch.data(),
-                                                                candidates.data()},
-                                     s.stats);
+  s.count = thrust_algo::select_topk(
+      omp, v.data(), n, k, ratio, seed, s.out.data(),
+      thrust_algo::TopkWorkspace{keys.data(), scratch.data(), candidates.data()}, s.stats);
   s.out.resize(s.count);
   return s;
 }
