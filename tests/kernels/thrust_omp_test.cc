@@ -351,6 +351,13 @@ TopkStats expect_same_selection(const std::vector<float>& v, std::size_t k, doub
   EXPECT_EQ(device.stats.sample_size, h.sample_size);
   EXPECT_EQ(device.stats.rescans, h.rescans);
   EXPECT_EQ(device.stats.exact_fallback, h.exact_fallback);
+  // The final threshold's whole pass count: the host's candidates when its buffer never filled
+  // (then it never cut; See Note [Device top-k]). It tells apart thresholds that select the same
+  // indices, so a rescan at another threshold shows.
+  const std::size_t capacity = std::min(v.size(), std::max<std::size_t>(2 * k, 1024));
+  if (k > 0 && k < v.size() && h.candidates < capacity) {
+    EXPECT_EQ(device.stats.candidates, h.candidates);
+  }
   return h;
 }
 
@@ -390,6 +397,32 @@ TEST(ThrustOmpTopk, SameIndicesAsHostSelectorForManySeeds) {
     expect_same_selection(v, 200 + 7 * seed, 0.01, seed);
     if (HasFailure()) return;
   }
+}
+
+// Large values in a few whole blocks of 16 (63 of 6250): a sample of 400 blocks holds about 4 of
+// them, and for some seeds many more, so its first threshold passes too few and the rescan's
+// rank still lies within the sample (the misleading samples below run past its end).
+TEST(ThrustOmpTopk, SameRescansWithinTheSampleAsHostSelector) {
+  int rescans = 0;
+  for (std::uint32_t seed = 0; seed < 100; ++seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> small(0.0f, 1e-3f);
+    std::uniform_real_distribution<double> exponent(0.0, 4.0);
+    std::uniform_int_distribution<std::size_t> block(0, 100'000 / 16 - 1);
+    std::vector<float> v(100'000);
+    for (float& x : v) x = small(rng);
+    for (int b = 0; b < 63; ++b) {
+      const std::size_t first = 16 * block(rng);
+      for (std::size_t j = 0; j < 16; ++j) {
+        v[first + j] = static_cast<float>(std::exp2(10.0 + exponent(rng)));
+      }
+    }
+    const TopkStats h = expect_same_selection(v, 1000, 0.01, seed);
+    EXPECT_EQ(h.sample_size, 6400u);
+    rescans += h.rescans > 0;
+    if (HasFailure()) return;
+  }
+  EXPECT_GT(rescans, 0) << "no rescan taken";
 }
 
 // The misleading samples of topk_select_test: rescans and the exact fallback must be taken, and
