@@ -16,9 +16,9 @@ void magnitude_keys(const float* v, std::size_t n, std::uint32_t* keys, const St
 void sample_magnitude_keys(const float* v, std::size_t n, std::size_t blocks, std::uint64_t seed,
                            std::uint32_t* keys, const Stream& stream) {
   if (blocks > 0 && n < kSampleBlockFloats) {
-    throw std::invalid_argument("gw::kernels::sample_magnitude_keys: " + std::to_string(blocks) +
-                                " blocks asked for, but v holds no whole block of 16 (n = " +
-                                std::to_string(n) + ")");
+    throw std::invalid_argument(
+        "gw::kernels::sample_magnitude_keys: " + std::to_string(blocks) +
+        " blocks asked for, but v holds no whole block of 16 (n = " + std::to_string(n) + ")");
   }
   if (stream.is_host()) return cpu::sample_magnitude_keys(v, n, blocks, seed, keys);
   cuda::sample_magnitude_keys(v, n, blocks, seed, keys, stream.native());

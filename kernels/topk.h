@@ -48,8 +48,8 @@ class TopkSelector {
   //   larger than a selected one. Ties at the threshold go to the lower indices.
   // - NaN counts as larger than any number, +inf included, so a NaN is always selected (sent,
   //   never hidden in the residual) as long as the count allows.
-  // - Output order: not promised by this API (a CUDA version may write in any order). This host
-  //   version writes ascending indices, and its tests check that.
+  // - Output order: ascending indices, on the host and on a CUDA stream (a receiver refuses a
+  //   sparse message in any other order: check_sparse_pairs, kernels/sparse.h).
   // - Deterministic: the same (v, n, k, sample_ratio, seed) gives the same output.
   // - sample_ratio in (0, 1]: the fraction of v sampled to estimate the threshold (DGC: 0.001 to
   //   0.01); at least 64 n / k are sampled. Where that is n / 2 or more (always for k < 128),

@@ -1,7 +1,7 @@
 #include "kernels/update.h"
 
 #include "kernels/cpu/update_cpu.h"
-#include "kernels/cuda/sparse_cuda.h"
+#include "kernels/cuda/update_cuda.h"
 
 namespace gw::kernels {
 

@@ -6,6 +6,7 @@
 #include "kernels/cuda/runtime_cuda.h"
 #include "kernels/cuda/sparse_cuda.h"
 #include "kernels/cuda/topk_cuda.h"
+#include "kernels/cuda/update_cuda.h"
 #include "kernels/device.h"
 
 namespace gw::kernels {

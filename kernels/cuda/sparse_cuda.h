@@ -1,14 +1,13 @@
-// CUDA implementations of kernels/sparse.h and kernels/update.h (internal: call the Stream-taking
-// API instead). Device memory of the stream's device; `stream` is its cudaStream_t as void*.
-// Plain C++ declarations: defined in kernels/cuda/sparse.cu and update.cu, which instantiate the
-// Thrust algorithms of kernels/thrust/ on the stream, and in a build without CUDA by
+// CUDA implementations of kernels/sparse.h (internal: call the Stream-taking API instead). Device
+// memory of the stream's device; `stream` is its cudaStream_t as void*. Plain C++ declarations:
+// defined in kernels/cuda/sparse.cu, which instantiates the Thrust algorithms of
+// kernels/thrust/sparse_thrust.h on the stream, and in a build without CUDA by
 // kernels/cuda/no_cuda.cc, where every one of them throws std::runtime_error.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/half.h"
 #include "kernels/sparse.h"
 
 namespace gw::kernels::cuda {
@@ -30,15 +29,5 @@ void zero_at(float* x, const std::uint32_t* indices, std::size_t count, void* st
 PairsCheck check_sparse_pairs(const std::uint32_t* pairs, std::size_t count, std::size_t numel,
                               void* stream);
 void scatter_add_pairs(const std::uint32_t* pairs, std::size_t count, float* x, void* stream);
-
-void momentum_accumulate(const float* g, float* u, float* v, std::size_t n, float m, bool nesterov,
-                         void* stream);
-void momentum_to(const float* g, float* u, float* out, std::size_t n, float m, bool nesterov,
-                 void* stream);
-double clip_by_norm(float* g, std::size_t n, double limit, void* stream);
-void subtract(const float* w, const float* a, float* d, std::size_t n, void* stream);
-void add_to_anchor(const float* avg, float* w, float* a, std::size_t n, void* stream);
-void scale_to(const float* in, float alpha, float* out, std::size_t n, void* stream);
-void scale_to_fp16(const float* in, float alpha, Half* out, std::size_t n, void* stream);
 
 }  // namespace gw::kernels::cuda

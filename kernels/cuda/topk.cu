@@ -1,7 +1,7 @@
 // The device top-k selector (kernels/thrust/topk_thrust.h) on a CUDA stream. Its decisions need
 // counts on the host, so it runs with the synchronising policy throughout.
-#include "kernels/thrust/cuda_policy.h"
 #include "kernels/cuda/topk_cuda.h"
+#include "kernels/thrust/cuda_policy.h"
 #include "kernels/thrust/topk_thrust.h"
 
 namespace gw::kernels::cuda {

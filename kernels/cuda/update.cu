@@ -1,6 +1,6 @@
 // kernels/update.h on a CUDA stream: the Thrust algorithms of kernels/thrust/update_thrust.h
 // instantiated on it (Note [One algorithm source]). Nothing else belongs here.
-#include "kernels/cuda/sparse_cuda.h"
+#include "kernels/cuda/update_cuda.h"
 #include "kernels/thrust/cuda_policy.h"
 #include "kernels/thrust/update_thrust.h"
 

@@ -17,7 +17,9 @@
 //    random inputs of many sizes and distributions, and the composed device top-k selector
 //    (kernels/thrust/topk_thrust.h) against the host TopkSelector, index for index. A mistake in
 //    an algorithm (an off-by-one, a wrong order of float operations, an unstable compaction) fails
-//    there, on any machine; only a mistake in the stream plumbing needs a GPU to show.
+//    there, on any machine; only a mistake in the stream plumbing needs a GPU to show. One kind
+//    of mistake hides under OpenMP too: Thrust's OpenMP sorts are stable whatever they are called,
+//    so where an algorithm relies on stability it must say stable_sort (keep_top_k does).
 // The float arithmetic is written so that the order of operations is the CPU loops' own, with
 // each multiply and add rounded separately (kernels/thrust/float_ops.h). Memory is raw pointers
 // the caller owns (kernels::Buffer): no thrust::device_vector, whose constructors and resizes run

@@ -1,8 +1,8 @@
 // The device top-k selector: TopkSelector::select's decisions (kernels/topk_rules.h) composed from
 // the Thrust algorithms of kernels/thrust/sparse_thrust.h, so that on the same input it selects
 // exactly the host selector's indices (See Note [Device top-k]). Internal to kernels/;
-// instantiated on a CUDA stream by kernels/cuda/topk.cu and under OpenMP by the tests (Note [One
-// algorithm source]).
+// instantiated on a CUDA stream by kernels/cuda/topk.cu and under OpenMP by the tests
+// (See Note [One algorithm source]).
 //
 // Note [Device top-k]
 // The host scan (Note [Sampled top-k]) cuts its candidate buffer to its top k whenever it fills;
@@ -27,17 +27,17 @@
 #include <cstdint>
 #include <limits>
 
+#include "kernels/thrust/sparse_thrust.h"
 #include "kernels/topk.h"
 #include "kernels/topk_rules.h"
-#include "kernels/thrust/sparse_thrust.h"
 
 namespace gw::kernels::thrust_algo {
 
 // Device memory of the selector: three arrays of n elements each.
 struct TopkWorkspace {
-  Key* keys;         // magnitude keys: the sample, or all n (exact threshold)
-  Key* scratch;      // a sorted copy of keys; the candidates' keys in keep_top_k
-  Index* candidates; // S(t), ascending
+  Key* keys;          // magnitude keys: the sample, or all n (exact threshold)
+  Key* scratch;       // a sorted copy of keys; the candidates' keys in keep_top_k
+  Index* candidates;  // S(t), ascending
 };
 
 // TopkSelector::select on the policy's device: same arguments (checked by the caller), same

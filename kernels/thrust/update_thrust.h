@@ -92,7 +92,9 @@ struct ScaleToOp {
 
 struct ScaleToFp16Op {
   float alpha;
-  GW_HOST_DEVICE Half operator()(float x) const { return Half{fp32_to_fp16_bits(mul_rn(x, alpha))}; }
+  GW_HOST_DEVICE Half operator()(float x) const {
+    return Half{fp32_to_fp16_bits(mul_rn(x, alpha))};
+  }
 };
 
 template <class Policy>
@@ -108,8 +110,8 @@ void momentum_accumulate(const Policy& policy, const float* g, float* u, float* 
 }
 
 template <class Policy>
-void momentum_to(const Policy& policy, const float* g, float* u, float* out, std::size_t n,
-                 float m, bool nesterov) {
+void momentum_to(const Policy& policy, const float* g, float* u, float* out, std::size_t n, float m,
+                 bool nesterov) {
   if (n == 0) return;
   const thrust::counting_iterator<std::size_t> first(0);
   if (nesterov) {
@@ -124,8 +126,8 @@ void momentum_to(const Policy& policy, const float* g, float* u, float* out, std
 template <class Policy>
 double clip_by_norm(const Policy& policy, float* g, std::size_t n, double limit) {
   if (n == 0) return 0.0;
-  const double norm =
-      std::sqrt(thrust::transform_reduce(policy, g, g + n, SquareAsDoubleOp{}, 0.0, PlusDoubleOp{}));
+  const double norm = std::sqrt(
+      thrust::transform_reduce(policy, g, g + n, SquareAsDoubleOp{}, 0.0, PlusDoubleOp{}));
   if (norm > limit) {
     thrust::transform(policy, g, g + n, g, ScaleOp{static_cast<float>(limit / norm)});
   }

@@ -28,8 +28,8 @@ std::uint32_t reference_key(float x) { return float_bits(x) & 0x7fffffffu; }
 
 TEST(SparseCpu, MagnitudeKeysDropTheSignAndOrderNanAboveInf) {
   const float inf = std::numeric_limits<float>::infinity();
-  const std::vector<float> v = {-0.0f, 1.0f, -1.0f, inf, -inf,
-                                std::numeric_limits<float>::quiet_NaN()};
+  const std::vector<float> v = {-0.0f, 1.0f, -1.0f,
+                                inf,   -inf, std::numeric_limits<float>::quiet_NaN()};
   std::vector<std::uint32_t> keys(v.size());
   magnitude_keys(v.data(), v.size(), keys.data(), kHost);
   EXPECT_EQ(keys[0], 0u);
@@ -90,8 +90,8 @@ TEST(SparseCpu, KthLargestKeyMatchesSort) {
 }
 
 TEST(SparseCpu, SelectAtLeastIsAscendingAndCounted) {
-  const std::vector<float> v = {0.5f, -2.0f, 0.0f, 1.0f, -1.0f,
-                                std::numeric_limits<float>::quiet_NaN()};
+  const std::vector<float> v = {0.5f, -2.0f, 0.0f,
+                                1.0f, -1.0f, std::numeric_limits<float>::quiet_NaN()};
   std::vector<std::uint32_t> idx(v.size());
   const std::uint32_t one = reference_key(1.0f);
   EXPECT_EQ(count_at_least(v.data(), v.size(), one, kHost), 4u);

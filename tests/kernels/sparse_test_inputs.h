@@ -45,7 +45,8 @@ inline std::string dist_name(Dist d) {
 }
 
 // 0, 1, small, not multiples of 16 or 64, about 1e5 and about 1e6.
-inline const std::vector<std::size_t> kSizes = {0, 1, 7, 16, 63, 64, 1000, 4099, 100'003, 1'000'003};
+inline const std::vector<std::size_t> kSizes = {0,  1,    7,    16,      63,
+                                                64, 1000, 4099, 100'003, 1'000'003};
 
 inline std::vector<float> make_values(Dist d, std::size_t n, std::uint32_t seed) {
   std::mt19937 rng(seed);

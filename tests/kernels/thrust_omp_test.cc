@@ -106,7 +106,8 @@ TEST(ThrustOmp, ClipByNormMatchesCpu) {
     }
   }
   std::vector<float> inf = {1.0f, std::numeric_limits<float>::infinity(), 2.0f}, inf2 = inf;
-  EXPECT_EQ(cpu::clip_by_norm(inf.data(), 3, 1.0), thrust_algo::clip_by_norm(omp, inf2.data(), 3, 1.0));
+  EXPECT_EQ(cpu::clip_by_norm(inf.data(), 3, 1.0),
+            thrust_algo::clip_by_norm(omp, inf2.data(), 3, 1.0));
   EXPECT_TRUE(same_bits(inf, inf2));  // limit / inf = 0: every element becomes 0 (inf * 0: NaN)
 }
 
@@ -256,7 +257,8 @@ TEST(ThrustOmp, PackZeroAndScatterAddMatchCpuBitForBit) {
     SCOPED_TRACE(input_name(n, dist));
     const std::vector<float> v = make_values(dist, n, 15);
     std::vector<std::uint32_t> idx(n);
-    const std::size_t count = cpu::select_at_least(v.data(), n, thresholds_for(v).back(), idx.data());
+    const std::size_t count =
+        cpu::select_at_least(v.data(), n, thresholds_for(v).back(), idx.data());
     std::vector<std::uint32_t> words(2 * count), words2(2 * count);
     cpu::pack_pairs(idx.data(), count, v.data(), words.data());
     thrust_algo::pack_pairs(omp, idx.data(), count, v.data(), words2.data());
@@ -279,8 +281,8 @@ bool same_check(const PairsCheck& a, const PairsCheck& b) {
 }
 
 TEST(ThrustOmp, CheckSparsePairsMatchesCpu) {
-  for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{1000},
-                            std::size_t{100'003}}) {
+  for (std::size_t count :
+       {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{1000}, std::size_t{100'003}}) {
     const std::size_t numel = 3 * count + 5;
     std::vector<std::uint32_t> good(2 * count);
     for (std::size_t j = 0; j < count; ++j) {
@@ -325,10 +327,9 @@ DeviceSelection select_on_omp(const std::vector<float>& v, std::size_t k, double
   std::vector<std::uint32_t> keys(n), scratch(n), candidates(n);
   DeviceSelection s;
   s.out.assign(std::min(k, n), 0xdeadbeefu);
-  s.count = thrust_algo::select_topk(omp, v.data(), n, k, ratio, seed, s.out.data(),
-                                     thrust_algo::TopkWorkspace{keys.data(), scratch.data(),
-                                                                candidates.data()},
-                                     s.stats);
+  s.count = thrust_algo::select_topk(
+      omp, v.data(), n, k, ratio, seed, s.out.data(),
+      thrust_algo::TopkWorkspace{keys.data(), scratch.data(), candidates.data()}, s.stats);
   s.out.resize(s.count);
   return s;
 }
@@ -350,6 +351,13 @@ TopkStats expect_same_selection(const std::vector<float>& v, std::size_t k, doub
   EXPECT_EQ(device.stats.sample_size, h.sample_size);
   EXPECT_EQ(device.stats.rescans, h.rescans);
   EXPECT_EQ(device.stats.exact_fallback, h.exact_fallback);
+  // The final threshold's whole pass count: the host's candidates when its buffer never filled
+  // (then it never cut; See Note [Device top-k]). It tells apart thresholds that select the same
+  // indices, so a rescan at another threshold shows.
+  const std::size_t capacity = std::min(v.size(), std::max<std::size_t>(2 * k, 1024));
+  if (k > 0 && k < v.size() && h.candidates < capacity) {
+    EXPECT_EQ(device.stats.candidates, h.candidates);
+  }
   return h;
 }
 
@@ -389,6 +397,32 @@ TEST(ThrustOmpTopk, SameIndicesAsHostSelectorForManySeeds) {
     expect_same_selection(v, 200 + 7 * seed, 0.01, seed);
     if (HasFailure()) return;
   }
+}
+
+// Large values in a few whole blocks of 16 (63 of 6250): a sample of 400 blocks holds about 4 of
+// them, and for some seeds many more, so its first threshold passes too few and the rescan's
+// rank still lies within the sample (the misleading samples below run past its end).
+TEST(ThrustOmpTopk, SameRescansWithinTheSampleAsHostSelector) {
+  int rescans = 0;
+  for (std::uint32_t seed = 0; seed < 100; ++seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> small(0.0f, 1e-3f);
+    std::uniform_real_distribution<double> exponent(0.0, 4.0);
+    std::uniform_int_distribution<std::size_t> block(0, 100'000 / 16 - 1);
+    std::vector<float> v(100'000);
+    for (float& x : v) x = small(rng);
+    for (int b = 0; b < 63; ++b) {
+      const std::size_t first = 16 * block(rng);
+      for (std::size_t j = 0; j < 16; ++j) {
+        v[first + j] = static_cast<float>(std::exp2(10.0 + exponent(rng)));
+      }
+    }
+    const TopkStats h = expect_same_selection(v, 1000, 0.01, seed);
+    EXPECT_EQ(h.sample_size, 6400u);
+    rescans += h.rescans > 0;
+    if (HasFailure()) return;
+  }
+  EXPECT_GT(rescans, 0) << "no rescan taken";
 }
 
 // The misleading samples of topk_select_test: rescans and the exact fallback must be taken, and

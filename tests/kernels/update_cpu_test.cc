@@ -35,7 +35,8 @@ TEST(UpdateCpu, MomentumMatchesScalarReference) {
   for (std::size_t n : test_inputs::kSizes) {
     for (bool nesterov : {false, true}) {
       const std::vector<float> g = make_values(Dist::kNormal, n, 1);
-      std::vector<float> u = make_values(Dist::kWideRange, n, 2), v = make_values(Dist::kNormal, n, 3);
+      std::vector<float> u = make_values(Dist::kWideRange, n, 2),
+                         v = make_values(Dist::kNormal, n, 3);
       std::vector<float> ref_u = u, ref_v = v, ref_out(n), u2 = u, out(n);
       const float m = 0.9f;
       for (std::size_t i = 0; i < n; ++i) {
