@@ -57,8 +57,8 @@ class Compressor {
   std::int64_t step() const { return step_; }
 
   // Where the compressor works from now on: its state moves to the stream's memory (values kept),
-  // and encode() and decode run their primitives on it, over buckets in that memory (Note
-  // [Compressors on a stream]). The host stream until this is called.
+  // and encode() and decode run their primitives on it, over buckets in that memory.
+  // See Note [Compressors on a stream]. The host stream until this is called.
   void set_stream(const kernels::Stream& stream) {
     move_state_to(stream);
     stream_ = stream;

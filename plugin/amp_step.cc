@@ -18,11 +18,12 @@ AmpStep::AmpStep(AmpSettings settings, compressors::Kind compressor)
   scaler_ = std::make_unique<amp::LossScaler>(settings_.scaler);
 }
 
-bool AmpStep::unscale_and_check(const compressors::BucketView& bucket) const {
+bool AmpStep::unscale_and_check(const compressors::BucketView& bucket,
+                                const kernels::Stream& stream) const {
   // The 1/n of the average stays with the optimizer's multipliers, so one factor covers the
   // whole bucket (Note [Who divides by the world size]).
   return kernels::scale_and_check_finite(bucket.data, 1.0f / scaler_->scale(), bucket.numel,
-                                         kernels::Stream::host());
+                                         stream);
 }
 
 bool AmpStep::any_rank_overflowed(Communicator& comm, bool overflow) {

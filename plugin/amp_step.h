@@ -9,6 +9,7 @@
 #include "amp/loss_scaler.h"
 #include "compressors/bucket_view.h"
 #include "compressors/kind.h"
+#include "kernels/stream.h"
 #include "plugin/amp_settings.h"
 #include "plugin/comm/communicator.h"
 #include "plugin/logger.h"
@@ -61,7 +62,8 @@ class AmpStep {
   }
 
   // Divides the bucket's gradients by the loss scale in one pass; true when all are finite.
-  bool unscale_and_check(const compressors::BucketView& bucket) const;
+  bool unscale_and_check(const compressors::BucketView& bucket,
+                         const kernels::Stream& stream) const;
   // Max-allreduce of this rank's overflow flag (control traffic); true when any rank overflowed.
   static bool any_rank_overflowed(Communicator& comm, bool overflow);
 

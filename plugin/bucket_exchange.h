@@ -27,8 +27,9 @@ class BucketExchange {
   // `kind` is what the counters charge the bucket's payload to: gradients, or parameters when local
   // SGD averages them through the same path. Returns the plan that ran (valid until the next
   // call). `times`, when given, receives the end of each phase.
-  // The bucket and every payload live where the compressor's stream works (Note [Compressors on a
-  // stream]); the communicator takes device buffers (MPI stages them, NCCL runs on them). The
+  // The bucket and every payload live where the compressor's stream works
+  // (Note [Compressors on a stream]); the communicator takes device buffers (MPI stages them,
+  // NCCL runs on them). The
   // stream is synchronised before each collective, so the communicator sees finished data, and
   // the decode is enqueued on it after.
   const compressors::ExchangePlan& run(Communicator& comm, compressors::Compressor& compressor,

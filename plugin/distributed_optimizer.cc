@@ -39,7 +39,9 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<CountingCommunicator>
   gradient_wire_ = compression.kind == compressors::Kind::kNone   ? "fp32"
                    : compression.kind == compressors::Kind::kFp16 ? "fp16"
                                                                   : "sparse";
-  params_ = ParameterSet(std::move(params));
+  params_ = ParameterSet(std::move(params), options.stream);
+  comm_stream_ = options.stream.is_host() ? kernels::Stream::host()
+                                          : kernels::Stream::cuda(options.stream.cuda_device());
   multiplier_.assign(params_.size(), 1.0f);
 
   // Tensor fusion (Note [Buckets in the step]).
@@ -48,14 +50,16 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<CountingCommunicator>
   plan_ = fusion::plan_buckets(numels, fusion::threshold_bytes_from_mib(threshold_mib));
   buckets_ = params_.bucket_views(plan_, params_.gradients());
   exchanges_.resize(plan_.size());
+  bucket_ready_.resize(plan_.size());
   tracker_ = fusion::LaunchTracker(plan_);
   timeline_ = StepTimeline(plan_.size());
   run_order_.reserve(2 * plan_.size());
   inject_ = options.inject_engine_failure;
   local_sgd_ = std::make_unique<LocalSgdAveraging>(sync, fp16_deltas, *comm_, *inner_, params_,
-                                                   plan_);
+                                                   plan_, comm_stream_);
 
   compressor_ = make_compressor(compression, std::move(numels), *inner_);
+  compressor_->set_stream(comm_stream_);
   stats_.compressor = compressor_->name();
   stats_.warmup_end_step = compressor_->warmup_end_step();
   measure_from_step_ = stats_.warmup_end_step;
@@ -141,6 +145,7 @@ void DistributedOptimizer::launch_released(std::size_t count) {
   const std::size_t end = tracker_.released();
   for (std::size_t b = end - count; b < end; ++b) {
     timeline_.released(b);
+    bucket_ready_[b].record(params_.stream());
     // A bucket's job failed while backward went on (Note [Engine threads]): report it here.
     if (!engine_->launch(b)) {
       wait_engine();  // throws the failure
@@ -152,6 +157,7 @@ void DistributedOptimizer::launch_released(std::size_t count) {
 
 void DistributedOptimizer::launch_all() {
   for (std::size_t b = 0; b < plan_.size(); ++b) {
+    bucket_ready_[b].record(params_.stream());
     if (!engine_->launch(b)) return;  // a job failed: the wait_engine() that follows reports it
   }
 }
@@ -164,6 +170,9 @@ void DistributedOptimizer::run_job(std::size_t b) {
       (inject_.rank < 0 || inject_.rank == comm_->rank())) {
     throw std::runtime_error("injected failure (test)");
   }
+  // The bucket's data was written on the program's stream (Note [The step on a device]).
+  comm_stream_.make_current();
+  bucket_ready_[b].make_wait(comm_stream_);
   switch (job) {
     case Job::kExchange:
       t.started = timeline_.now();
@@ -188,7 +197,7 @@ void DistributedOptimizer::run_job(std::size_t b) {
 void DistributedOptimizer::check_bucket(std::size_t b, StepTimeline::TimePoint begin) {
   StepTimeline::BucketTimes& t = timeline_.bucket(b);
   t.check_begin = begin;
-  if (!amp_.unscale_and_check(buckets_[b])) facts_.gradients.job_overflow = true;
+  if (!amp_.unscale_and_check(buckets_[b], comm_stream_)) facts_.gradients.job_overflow = true;
   t.check_end = timeline_.now();
   t.check_ran = true;
 }
@@ -311,10 +320,11 @@ void DistributedOptimizer::synchronize_gradients() {
   for (std::size_t i = 0; i < params_.size(); ++i) {
     const float scale = needed_scale(i);
     if (scale != 1.0f) {
-      kernels::scale(params_.gradient(i), scale, params_[i].spec.numel, kernels::Stream::host());
+      kernels::scale(params_.gradient(i), scale, params_[i].spec.numel, comm_stream_);
     }
     multiplier_[i] = target_multiplier();
   }
+  comm_stream_.synchronize();
   facts_.synchronized = true;
 }
 

@@ -18,6 +18,7 @@
 #include "compressors/compressor.h"
 #include "fusion/bucket_plan.h"
 #include "fusion/launch_tracker.h"
+#include "kernels/stream.h"
 #include "plugin/amp_step.h"
 #include "plugin/bucket_exchange.h"
 #include "plugin/comm/counting_communicator.h"
@@ -35,6 +36,10 @@ namespace gw {
 struct DistributedOptimizerOptions {
   // Programmatic configuration; the environment's GRADWIRE_* variables override it.
   config::Config config;
+  // Where the parameters and gradients live and backward runs (Note [The step on a device]): the
+  // host (the default), or the program's CUDA stream, whose device then holds the parameters,
+  // the flat gradient buffer, the compressor's state and every buffer the step uses.
+  kernels::Stream stream = kernels::Stream::host();
   // Test-only: ignore the process environment (tests set everything through `config`).
   bool read_environment = true;
   // Test-only: false keeps topk/dgc's sparse exchange even where a dense one would move fewer
@@ -82,6 +87,20 @@ struct CompressionStats {
 // An exception in a bucket's job reaches the caller of step() (or synchronize_gradients()) with
 // the rank, the step and the bucket named; the optimizer is unusable afterwards.
 
+// Note [The step on a device]
+// With a CUDA stream in the options (the stream backward runs on), everything the step touches
+// lives on that stream's device: the flat gradient buffer (gradient(i) is device memory), the
+// compressor's state, the exchange's payloads, local SGD's buffers and anchor. The optimizer makes
+// its own communication stream on that device. When a bucket is released, gradient_ready records
+// an event on the program's stream; the bucket's job makes the communication stream wait on it
+// (on the device, the host does not block), so the exchange starts once backward has written the
+// bucket and overlaps the rest of backward, as on the host. The job then runs the same code as on
+// the host (Note [Compressors on a stream]) on the communication stream; the communicator takes
+// the device buffers (NCCL, or MPI staging them through pinned memory). step() waits for the
+// buckets as on the host: each job has synchronised the communication stream before it ended, so
+// the inner optimizer (the program's, which must work on device memory) sees final gradients.
+// Timeline times are host times around those synchronised phases.
+
 class DistributedOptimizer {
  public:
   using Options = DistributedOptimizerOptions;
@@ -101,6 +120,8 @@ class DistributedOptimizer {
   std::vector<float*> gradient_views();
   std::size_t num_parameters() const { return params_.size(); }
   std::size_t gradient_numel() const { return params_.numel(); }
+  // The stream of the options: where the parameters and gradients live.
+  const kernels::Stream& stream() const { return params_.stream(); }
   // The buckets (Note [Bucket plan]) and, for the last step that exchanged or checked gradients,
   // the order the engine ran their jobs in (tests check it is the plan order on every rank).
   const fusion::BucketPlan& bucket_plan() const { return plan_; }
@@ -234,6 +255,10 @@ class DistributedOptimizer {
   bool average_ = true;
   ParameterSet params_;
   std::unique_ptr<compressors::Compressor> compressor_;
+  // The bucket jobs' stream (Note [The step on a device]): the host, or a CUDA stream of the
+  // optimizer's own on the program's device; one event per bucket marks its gradients written.
+  kernels::Stream comm_stream_ = kernels::Stream::host();
+  std::vector<kernels::Event> bucket_ready_;
   std::string gradient_wire_;
   // Tensor fusion (Note [Buckets in the step]): one view and one exchange (its reusable buffers)
   // per bucket of the flat gradient buffer.

@@ -1,12 +1,12 @@
 #include "plugin/local_sgd_averaging.h"
 
-#include <cstring>
 #include <istream>
 #include <ostream>
 #include <sstream>
 #include <stdexcept>
 
 #include "common/binary_stream.h"
+#include "kernels/update.h"
 #include "compressors/fp16_compressor.h"
 #include "compressors/none_compressor.h"
 #include "plugin/config/params.h"
@@ -15,20 +15,23 @@ namespace gw {
 
 LocalSgdAveraging::LocalSgdAveraging(const SyncSettings& settings, bool fp16_deltas,
                                      Communicator& comm, Optimizer& inner,
-                                     const ParameterSet& params, const fusion::BucketPlan& plan)
+                                     const ParameterSet& params, const fusion::BucketPlan& plan,
+                                     const kernels::Stream& stream)
     : comm_(comm),
       inner_(inner),
       params_(params),
       plan_(plan),
       policy_(settings.policy),
       average_state_(settings.average_state),
-      fp16_deltas_(fp16_deltas) {
+      fp16_deltas_(fp16_deltas),
+      stream_(stream) {
   if (fp16_deltas_) {
     wire_ = std::make_unique<compressors::Fp16Compressor>();
   } else {
     wire_ = std::make_unique<compressors::NoneCompressor>();
   }
-  flat_.assign(params.numel(), 0.0f);
+  wire_->set_stream(stream_);
+  flat_ = kernels::Buffer<float>(params.numel(), stream_);
   buckets_ = params.bucket_views(plan, flat_.data());
   exchanges_.resize(plan.size());
   stats_.policy = policy_.name();
@@ -56,7 +59,7 @@ void LocalSgdAveraging::before_update(bool local_step) {
     return;
   }
   if (fp16_deltas_ && !anchor_valid_) {
-    anchor_.resize(flat_.size());
+    anchor_.reserve_discard(flat_.size(), stream_);
     params_.gather_values(anchor_.data());
     anchor_valid_ = true;
   }
@@ -70,12 +73,10 @@ void LocalSgdAveraging::average_bucket(std::size_t b) {
   for (std::size_t i = bucket.begin; i < bucket.end; ++i) {
     const ParameterSet::Registered& p = params_[i];
     if (fp16_deltas_) {
-      const float* w = p.spec.value;
-      const float* a = anchor_.data() + p.offset;
-      float* d = flat + p.offset;
-      for (std::size_t j = 0; j < p.spec.numel; ++j) d[j] = w[j] - a[j];
+      kernels::subtract(p.spec.value, anchor_.data() + p.offset, flat + p.offset, p.spec.numel,
+                        stream_);
     } else {
-      std::memcpy(flat + p.offset, p.spec.value, p.spec.numel * sizeof(float));
+      kernels::copy_bytes(flat + p.offset, p.spec.value, p.spec.numel * sizeof(float), stream_);
     }
   }
   // fp16 comes back averaged (each rank sends delta / n); fp32 comes back summed.
@@ -85,15 +86,12 @@ void LocalSgdAveraging::average_bucket(std::size_t b) {
     float* w = p.spec.value;
     const float* avg = flat + p.offset;
     if (fp16_deltas_) {
-      float* a = anchor_.data() + p.offset;
-      for (std::size_t j = 0; j < p.spec.numel; ++j) {
-        w[j] = a[j] + avg[j];
-        a[j] = w[j];
-      }
+      kernels::add_to_anchor(avg, w, anchor_.data() + p.offset, p.spec.numel, stream_);
     } else {
-      for (std::size_t j = 0; j < p.spec.numel; ++j) w[j] = avg[j] * inv_n;
+      kernels::scale_to(avg, inv_n, w, p.spec.numel, stream_);
     }
   }
+  stream_.synchronize();
 }
 
 void LocalSgdAveraging::finish_point(std::int64_t step, bool scheduled, const Logger& log) {
@@ -148,7 +146,7 @@ void LocalSgdAveraging::average_state() {
           std::to_string(low[0]) + " to " + std::to_string(high[0]) + " arrays, " +
           std::to_string(low[1]) + " to " + std::to_string(high[1]) + " floats)");
     }
-    state_flat_.assign(total, 0.0f);
+    state_flat_ = kernels::Buffer<float>(total, stream_);
     std::size_t offset = 0;
     for (std::size_t i = 0; i < buffers.size(); ++i) {
       state_bucket_.tensors.push_back({i, offset, buffers[i].numel});
@@ -164,18 +162,19 @@ void LocalSgdAveraging::average_state() {
   }
   std::size_t offset = 0;
   for (const auto& b : buffers) {
-    std::memcpy(state_flat_.data() + offset, b.values, b.numel * sizeof(float));
+    kernels::copy_bytes(state_flat_.data() + offset, b.values, b.numel * sizeof(float), stream_);
     offset += b.numel;
   }
   compressors::NoneCompressor fp32;
+  fp32.set_stream(stream_);
   state_exchange_.run(comm_, fp32, state_bucket_, TrafficKind::kParameter);
   const float inv_n = 1.0f / static_cast<float>(comm_.size());
   offset = 0;
   for (const auto& b : buffers) {
-    const float* sum = state_flat_.data() + offset;
-    for (std::size_t j = 0; j < b.numel; ++j) b.values[j] = sum[j] * inv_n;
+    kernels::scale_to(state_flat_.data() + offset, inv_n, b.values, b.numel, stream_);
     offset += b.numel;
   }
+  stream_.synchronize();
   ++stats_.state_exchanges;
 }
 
@@ -198,9 +197,12 @@ void LocalSgdAveraging::save_state(std::ostream& out) const {
   put<std::int64_t>(out, loss_count_);
   put<std::int64_t>(out, local_steps_since_average_);
   put<std::uint8_t>(out, anchor_valid_ ? 1 : 0);
-  const std::uint64_t anchor_size = anchor_valid_ ? anchor_.size() : 0;
+  const std::uint64_t anchor_size = anchor_valid_ ? flat_.size() : 0;
   put<std::uint64_t>(out, anchor_size);
-  out.write(reinterpret_cast<const char*>(anchor_.data()),
+  std::vector<float> anchor(anchor_size);
+  kernels::copy_bytes(anchor.data(), anchor_.data(), anchor_size * sizeof(float), stream_);
+  stream_.synchronize();
+  out.write(reinterpret_cast<const char*>(anchor.data()),
             static_cast<std::streamsize>(anchor_size * sizeof(float)));
 }
 
@@ -237,7 +239,11 @@ void LocalSgdAveraging::load_state(std::istream& in) {
   loss_count_ = loss_count;
   local_steps_since_average_ = local_steps;
   anchor_valid_ = anchor_valid;
-  if (anchor_valid_) anchor_.swap(anchor);
+  if (anchor_valid_) {
+    kernels::copy_bytes(anchor_.reserve_discard(flat_.size(), stream_), anchor.data(),
+                        anchor.size() * sizeof(float), stream_);
+    stream_.synchronize();
+  }
 }
 
 }  // namespace gw

@@ -13,6 +13,7 @@
 
 #include "compressors/compressor.h"
 #include "fusion/bucket_plan.h"
+#include "kernels/stream.h"
 #include "plugin/bucket_exchange.h"
 #include "plugin/comm/communicator.h"
 #include "plugin/logger.h"
@@ -64,8 +65,10 @@ class LocalSgdAveraging {
  public:
   // fp16_deltas: GRADWIRE_COMPRESSOR=fp16 (the configured compressor, not AMP's gradient wire).
   // Keeps references to comm, inner and params, which must outlive it.
+  // `stream`: where the averaging runs, on the parameters' device.
   LocalSgdAveraging(const SyncSettings& settings, bool fp16_deltas, Communicator& comm,
-                    Optimizer& inner, const ParameterSet& params, const fusion::BucketPlan& plan);
+                    Optimizer& inner, const ParameterSet& params, const fusion::BucketPlan& plan,
+                    const kernels::Stream& stream);
 
   const sync_policies::SyncPolicy& policy() const { return policy_; }
   const SyncStats& stats() const { return stats_; }
@@ -111,14 +114,17 @@ class LocalSgdAveraging {
   bool fp16_deltas_ = false;  // parameters travel as deltas from anchor_
   std::unique_ptr<compressors::Compressor> wire_;
   // One view and one exchange per gradient bucket, over flat_ (the parameters, or their deltas).
-  std::vector<float> flat_;
+  // Every flat array lives where the parameters do (ParameterSet::stream), and the averaging's
+  // primitives and wire run on `stream_` (the optimizer's communication stream).
+  kernels::Stream stream_ = kernels::Stream::host();
+  kernels::Buffer<float> flat_;
   std::vector<compressors::BucketView> buckets_;
   std::vector<BucketExchange> exchanges_;
-  std::vector<float> anchor_;
+  kernels::Buffer<float> anchor_;
   bool anchor_valid_ = false;
   BucketExchange state_exchange_;
   compressors::BucketView state_bucket_;
-  std::vector<float> state_flat_;
+  kernels::Buffer<float> state_flat_;
   std::int64_t local_steps_since_average_ = 0;
   double loss_sum_ = 0.0;  // this rank's losses since the last scheduled point
   std::int64_t loss_count_ = 0;

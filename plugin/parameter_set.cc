@@ -1,12 +1,12 @@
 #include "plugin/parameter_set.h"
 
-#include <cstring>
 #include <set>
 #include <stdexcept>
 
 namespace gw {
 
-ParameterSet::ParameterSet(std::vector<ParameterSpec> params) {
+ParameterSet::ParameterSet(std::vector<ParameterSpec> params, const kernels::Stream& stream)
+    : stream_(stream) {
   std::set<std::string> names;
   std::size_t offset = 0;
   for (auto& p : params) {
@@ -18,10 +18,19 @@ ParameterSet::ParameterSet(std::vector<ParameterSpec> params) {
       throw std::invalid_argument("DistributedOptimizer: parameter name '" + p.name +
                                   "' registered twice");
     }
+    if (kernels::device_of(p.value) != stream.device()) {
+      throw std::invalid_argument(
+          "DistributedOptimizer: parameter '" + p.name + "' has its values in " +
+          to_string(kernels::device_of(p.value)) + " memory, but the optimizer works on the " +
+          to_string(stream.device()) + " (DistributedOptimizerOptions::stream)");
+    }
     params_.push_back(Registered{std::move(p), offset});
     offset += params_.back().spec.numel;
   }
-  gradients_.assign(offset, 0.0f);
+  numel_ = offset;
+  gradients_ = kernels::Buffer<float>(numel_, stream_);
+  kernels::fill_zero(gradients_.data(), numel_ * sizeof(float), stream_);
+  stream_.synchronize();
   views_.reserve(params_.size());
   for (const Registered& p : params_) {
     views_.push_back(
@@ -70,20 +79,22 @@ std::string ParameterSet::layout_canonical() const {
 
 void ParameterSet::gather_values(float* flat) const {
   for (const Registered& p : params_) {
-    std::memcpy(flat + p.offset, p.spec.value, p.spec.numel * sizeof(float));
+    kernels::copy_bytes(flat + p.offset, p.spec.value, p.spec.numel * sizeof(float), stream_);
   }
+  stream_.synchronize();
 }
 
 void ParameterSet::scatter_values(const float* flat) const {
   for (const Registered& p : params_) {
-    std::memcpy(p.spec.value, flat + p.offset, p.spec.numel * sizeof(float));
+    kernels::copy_bytes(p.spec.value, flat + p.offset, p.spec.numel * sizeof(float), stream_);
   }
+  stream_.synchronize();
 }
 
 void ParameterSet::broadcast_from_rank0(Communicator& comm) const {
-  std::vector<float> staging(numel());
+  kernels::Buffer<float> staging(numel(), stream_);
   gather_values(staging.data());
-  comm.broadcast(staging.data(), staging.size(), DataType::kFloat32, 0, TrafficKind::kParameter);
+  comm.broadcast(staging.data(), numel(), DataType::kFloat32, 0, TrafficKind::kParameter);
   scatter_values(staging.data());
 }
 

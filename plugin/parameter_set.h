@@ -1,8 +1,9 @@
 // ParameterSet: the training program's parameters as DistributedOptimizer registered them, and
 // the one flat gradient buffer that backward writes into.
 //
-// Each parameter's values stay where the program keeps them; its gradient is a view into the flat
-// buffer at `offset`, and the buckets (Note [Bucket plan]) are ranges of that buffer. The same
+// Each parameter's values stay where the program keeps them (host memory, or the device of the
+// program's stream); its gradient is a view into the flat buffer, which lives in the same memory,
+// at `offset`, and the buckets (Note [Bucket plan]) are ranges of that buffer. The same
 // offsets index every other flat array over the parameters (local SGD's averaging buffer, its fp16
 // anchor).
 #pragma once
@@ -13,6 +14,7 @@
 
 #include "compressors/bucket_view.h"
 #include "fusion/bucket_plan.h"
+#include "kernels/stream.h"
 #include "plugin/comm/communicator.h"
 #include "plugin/optimizer.h"
 
@@ -32,9 +34,10 @@ class ParameterSet {
     std::size_t offset = 0;  // into the flat gradient buffer (and every flat array like it)
   };
 
-  // Throws std::invalid_argument naming the parameter for a null or empty one, or a name given
-  // twice.
-  explicit ParameterSet(std::vector<ParameterSpec> params);
+  // Throws std::invalid_argument naming the parameter for a null or empty one, a name given
+  // twice, or values that are not where `stream` works (host memory for the host stream, device
+  // memory for a CUDA stream). The gradients start at zero, in the stream's memory.
+  ParameterSet(std::vector<ParameterSpec> params, const kernels::Stream& stream);
   ParameterSet() = default;
   // Moving keeps the views valid (a moved vector keeps its buffer); copying would not.
   ParameterSet(ParameterSet&&) = default;
@@ -45,7 +48,9 @@ class ParameterSet {
   std::size_t size() const { return params_.size(); }
   const Registered& operator[](std::size_t i) const { return params_[i]; }
   // Elements over all parameters: the length of every flat array over them.
-  std::size_t numel() const { return gradients_.size(); }
+  std::size_t numel() const { return numel_; }
+  // Where the values, the gradients and every flat array over them live.
+  const kernels::Stream& stream() const { return stream_; }
   std::vector<std::size_t> numels() const;
 
   float* gradients() { return gradients_.data(); }
@@ -62,7 +67,8 @@ class ParameterSet {
   // One line per parameter (name, elements), so that a cross-rank mismatch names the parameter.
   std::string layout_canonical() const;
 
-  // Copies the values into flat[offset..] / back from it.
+  // Copies the values into flat[offset..] / back from it (flat in the stream's memory), on the
+  // stream, and waits for the copies.
   void gather_values(float* flat) const;
   void scatter_values(const float* flat) const;
 
@@ -71,7 +77,9 @@ class ParameterSet {
 
  private:
   std::vector<Registered> params_;
-  std::vector<float> gradients_;
+  kernels::Stream stream_ = kernels::Stream::host();
+  std::size_t numel_ = 0;
+  kernels::Buffer<float> gradients_;
   std::vector<ParameterView> views_;
 };
 
