@@ -30,8 +30,8 @@ const char* to_string(Backend backend) {
 Backend parse_backend(std::string_view text) {
   constexpr Backend kBackends[] = {Backend::kAuto, Backend::kMpi, Backend::kNccl};
   if (const auto backend = find_by_name(text, kBackends)) return *backend;
-  throw std::invalid_argument("backend '" + std::string(text) + "' is not one of: " +
-                              names_of(kBackends));
+  throw std::invalid_argument("backend '" + std::string(text) +
+                              "' is not one of: " + names_of(kBackends));
 }
 
 namespace {
@@ -132,8 +132,7 @@ std::string join(const std::vector<std::string>& parts, const char* separator) {
 
 }  // namespace
 
-BackendChoice choose_world_backend(const config::Config& config, Device buffers,
-                                   int cuda_device) {
+BackendChoice choose_world_backend(const config::Config& config, Device buffers, int cuda_device) {
   if (!MpiRuntime::initialized()) {
     throw CommError("choose_world_backend: MPI is not initialised (create an MpiRuntime first)");
   }
@@ -151,7 +150,7 @@ BackendChoice choose_world_backend(const config::Config& config, Device buffers,
 
   const int device_count = kernels::cuda_device_count();
   const int local_rank = node_local_rank(world, rank);  // collective: every rank asks
-  const int device = device_count == 0 ? -1
+  const int device = device_count == 0  ? -1
                      : cuda_device >= 0 ? cuda_device
                                         : local_rank % device_count;
   RankFacts mine;
@@ -167,12 +166,12 @@ BackendChoice choose_world_backend(const config::Config& config, Device buffers,
   // From here on every rank reads the same table, and so decides and words its errors alike.
   for (int r = 1; r < size; ++r) {
     if (all[static_cast<std::size_t>(r)].requested != all[0].requested) {
-      fail_everywhere(
-          std::string(config::keys::kBackend) + " differs across ranks (rank 0 '" +
-          to_string(static_cast<Backend>(all[0].requested)) + "', rank " + std::to_string(r) +
-          " '" + to_string(static_cast<Backend>(all[static_cast<std::size_t>(r)].requested)) +
-          "'): every rank must use the same backend. Set the same value on every rank "
-          "(accepted: auto, mpi, nccl)");
+      fail_everywhere(std::string(config::keys::kBackend) + " differs across ranks (rank 0 '" +
+                      to_string(static_cast<Backend>(all[0].requested)) + "', rank " +
+                      std::to_string(r) + " '" +
+                      to_string(static_cast<Backend>(all[static_cast<std::size_t>(r)].requested)) +
+                      "'): every rank must use the same backend. Set the same value on every rank "
+                      "(accepted: auto, mpi, nccl)");
     }
   }
   std::vector<std::string> why_not;  // why NCCL cannot work, if it cannot
@@ -217,8 +216,9 @@ BackendChoice choose_world_backend(const config::Config& config, Device buffers,
     case Backend::kAuto:
       if (why_not.empty()) {
         choice.backend = Backend::kNccl;
-        choice.reason = "auto: nccl, every rank has a CUDA device of its own and the buffers are "
-                        "on it";
+        choice.reason =
+            "auto: nccl, every rank has a CUDA device of its own and the buffers are "
+            "on it";
       } else {
         choice.reason = "auto: mpi, as " + join(why_not, "; ");
       }
@@ -228,9 +228,8 @@ BackendChoice choose_world_backend(const config::Config& config, Device buffers,
   return choice;
 }
 
-std::unique_ptr<Communicator> make_world_communicator(const config::Config& config,
-                                                      Device buffers, int cuda_device,
-                                                      BackendChoice* chosen) {
+std::unique_ptr<Communicator> make_world_communicator(const config::Config& config, Device buffers,
+                                                      int cuda_device, BackendChoice* chosen) {
   const BackendChoice choice = choose_world_backend(config, buffers, cuda_device);
   if (chosen != nullptr) *chosen = choice;
   if (choice.backend == Backend::kNccl) {

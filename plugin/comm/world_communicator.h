@@ -38,8 +38,8 @@ BackendChoice choose_world_backend(const config::Config& config, Device buffers,
 // A communicator over every rank of the job, of the backend choose_world_backend picks (MPI:
 // make_mpi_world_communicator; NCCL: on a new CUDA stream on the chosen device). Collective.
 // `chosen`, when given, receives the choice.
-std::unique_ptr<Communicator> make_world_communicator(const config::Config& config,
-                                                      Device buffers, int cuda_device = -1,
+std::unique_ptr<Communicator> make_world_communicator(const config::Config& config, Device buffers,
+                                                      int cuda_device = -1,
                                                       BackendChoice* chosen = nullptr);
 
 }  // namespace gw

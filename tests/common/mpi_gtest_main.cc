@@ -90,9 +90,10 @@ int main(int argc, char** argv) {
   if (result == 0 && !GTEST_FLAG_GET(list_tests) && unit.successful_test_count() == 0 &&
       unit.failed_test_count() == 0) {
     if (rank == 0) {
-      std::printf("[gradwire] no test of this binary passed (%d skipped, %d selected): exit 77, "
-                  "reported to CTest as skipped\n",
-                  unit.skipped_test_count(), unit.test_to_run_count());
+      std::printf(
+          "[gradwire] no test of this binary passed (%d skipped, %d selected): exit 77, "
+          "reported to CTest as skipped\n",
+          unit.skipped_test_count(), unit.test_to_run_count());
     }
     return 77;
   }

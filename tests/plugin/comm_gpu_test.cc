@@ -48,13 +48,20 @@ class DeviceVector {
 // float16 bits of small integers (exact in binary16).
 std::uint16_t half_bits(int v) {
   switch (v) {
-    case 0: return 0x0000;
-    case 1: return 0x3C00;
-    case 2: return 0x4000;
-    case 3: return 0x4200;
-    case 4: return 0x4400;
-    case 5: return 0x4500;
-    case 6: return 0x4600;
+    case 0:
+      return 0x0000;
+    case 1:
+      return 0x3C00;
+    case 2:
+      return 0x4000;
+    case 3:
+      return 0x4200;
+    case 4:
+      return 0x4400;
+    case 5:
+      return 0x4500;
+    case 6:
+      return 0x4600;
   }
   ADD_FAILURE() << "half_bits: no table entry for " << v;
   return 0;
@@ -90,11 +97,13 @@ void check_collectives_on_device(CountingCommunicator& comm, int device) {
     comm.reset();
     // allreduce: sum, max, min of float32; sum of int64 and float16.
     std::vector<float> values(count);
-    for (std::size_t i = 0; i < count; ++i) values[i] = static_cast<float>(r + static_cast<int>(i % 3));
+    for (std::size_t i = 0; i < count; ++i)
+      values[i] = static_cast<float>(r + static_cast<int>(i % 3));
     DeviceVector<float> sum(values, stream), max(values, stream), min(values, stream);
     comm.allreduce(sum.data(), count, DataType::kFloat32, ReduceOp::kSum, TrafficKind::kGradient);
     comm.allreduce_async(max.data(), count, DataType::kFloat32, ReduceOp::kMax,
-                         TrafficKind::kGradient)->wait();
+                         TrafficKind::kGradient)
+        ->wait();
     comm.allreduce(min.data(), count, DataType::kFloat32, ReduceOp::kMin, TrafficKind::kGradient);
     const std::vector<float> got_sum = sum.to_host(), got_max = max.to_host(),
                              got_min = min.to_host();
@@ -105,13 +114,15 @@ void check_collectives_on_device(CountingCommunicator& comm, int device) {
       ASSERT_EQ(got_min[i], static_cast<float>(k)) << "min at " << i;
     }
     std::vector<std::int64_t> ints(count);
-    for (std::size_t i = 0; i < count; ++i) ints[i] = (std::int64_t{1} << 40) * r + static_cast<std::int64_t>(i);
+    for (std::size_t i = 0; i < count; ++i)
+      ints[i] = (std::int64_t{1} << 40) * r + static_cast<std::int64_t>(i);
     DeviceVector<std::int64_t> int_sum(ints, stream);
     comm.allreduce(int_sum.data(), count, DataType::kInt64, ReduceOp::kSum, TrafficKind::kControl);
     const std::vector<std::int64_t> got_ints = int_sum.to_host();
     for (std::size_t i = 0; i < count; ++i) {
-      ASSERT_EQ(got_ints[i], (std::int64_t{1} << 40) * (n * (n - 1) / 2) +
-                                 n * static_cast<std::int64_t>(i)) << "int64 sum at " << i;
+      ASSERT_EQ(got_ints[i],
+                (std::int64_t{1} << 40) * (n * (n - 1) / 2) + n * static_cast<std::int64_t>(i))
+          << "int64 sum at " << i;
     }
     DeviceVector<std::uint16_t> halves(std::vector<std::uint16_t>(count, half_bits(r + 1)), stream);
     comm.allreduce(halves.data(), count, DataType::kFloat16, ReduceOp::kSum,
@@ -167,7 +178,8 @@ void check_collectives_on_device(CountingCommunicator& comm, int device) {
   EXPECT_EQ(recv_d.to_host(), expected);
   DeviceVector<std::int32_t> recv_async(std::vector<std::int32_t>(total, -7), stream);
   comm.allgatherv_async(send_d.data(), send.size(), recv_async.data(), counts, DataType::kInt32,
-                        TrafficKind::kGradient)->wait();
+                        TrafficKind::kGradient)
+      ->wait();
   EXPECT_EQ(recv_async.to_host(), expected);
   const TrafficCounters c = comm.counters();
   EXPECT_EQ(c[TrafficKind::kGradient].sent_bytes,

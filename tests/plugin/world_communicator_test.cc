@@ -39,7 +39,9 @@ std::string no_device_on_every_rank() {
   return text;
 }
 
-std::string without_nccl_prefix() { return nccl_built() ? "" : "gradwire was built without NCCL; "; }
+std::string without_nccl_prefix() {
+  return nccl_built() ? "" : "gradwire was built without NCCL; ";
+}
 
 constexpr const char* kHostReason =
     "the buffers are in host memory (NCCL moves CUDA device memory only)";

@@ -86,8 +86,7 @@ class MpiCommunicator : public Communicator {
                         TrafficKind kind);
   void staged_allgatherv(const void* send, std::size_t send_count, void* recv,
                          std::vector<std::size_t> recv_counts, DataType type, TrafficKind kind);
-  void staged_broadcast(void* buffer, std::size_t count, DataType type, int root,
-                        TrafficKind kind);
+  void staged_broadcast(void* buffer, std::size_t count, DataType type, int root, TrafficKind kind);
 
   HalfOps half_ops_;
   MPI_Comm comm_ = MPI_COMM_NULL;

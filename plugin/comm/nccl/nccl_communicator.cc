@@ -14,19 +14,20 @@ namespace {
 
 // "<call> failed on rank R: <NCCL's description> (<NCCL's last error, if it has one>)".
 std::string nccl_failure(const std::string& what, int rank, ncclResult_t rc, ncclComm_t comm) {
-  std::string text = what + " failed on rank " + std::to_string(rank) + ": " + ncclGetErrorString(rc);
+  std::string text =
+      what + " failed on rank " + std::to_string(rank) + ": " + ncclGetErrorString(rc);
   const char* detail = ncclGetLastError(comm);
   if (detail != nullptr && *detail != '\0') text += std::string(" (") + detail + ")";
   return text;
 }
 
 // Checks an NCCL call's result; the CommError names the call and the rank.
-#define GW_NCCL_CHECK(call, rank, comm)                                    \
-  do {                                                                     \
-    const ncclResult_t gw_nccl_rc = (call);                                \
-    if (gw_nccl_rc != ncclSuccess) {                                       \
-      throw CommError(nccl_failure(#call, (rank), gw_nccl_rc, (comm)));    \
-    }                                                                      \
+#define GW_NCCL_CHECK(call, rank, comm)                                 \
+  do {                                                                  \
+    const ncclResult_t gw_nccl_rc = (call);                             \
+    if (gw_nccl_rc != ncclSuccess) {                                    \
+      throw CommError(nccl_failure(#call, (rank), gw_nccl_rc, (comm))); \
+    }                                                                   \
   } while (0)
 
 ncclDataType_t nccl_type(DataType type, const char* what, int rank) {
@@ -131,7 +132,8 @@ NcclCommunicator::NcclCommunicator(MPI_Comm comm, kernels::Stream stream)
   MPI_Comm_size(comm, &size_);
   const std::string here = "NcclCommunicator on rank " + std::to_string(rank_);
   if (stream_.is_host()) {
-    throw CommError(here + ": needs a CUDA stream (NCCL runs its collectives on a device), got "
+    throw CommError(here +
+                    ": needs a CUDA stream (NCCL runs its collectives on a device), got "
                     "the host");
   }
   // Rank 0's unique id, and whether it could make one, in one broadcast: a failure there ends every
@@ -185,8 +187,7 @@ void NcclCommunicator::check_device_buffer(const char* what, const void* p,
   if (device != stream_.cuda_device()) {
     throw CommError(std::string("NCCL ") + what + " on rank " + std::to_string(rank_) +
                     ": the buffer is on CUDA device " + std::to_string(device) +
-                    ", this communicator works on device " +
-                    std::to_string(stream_.cuda_device()));
+                    ", this communicator works on device " + std::to_string(stream_.cuda_device()));
   }
 }
 
@@ -204,8 +205,8 @@ WorkHandle NcclCommunicator::allreduce_async(void* buffer, std::size_t count, Da
   stream_.make_current();
   if (count > 0) {
     GW_NCCL_CHECK(
-        ncclAllReduce(buffer, buffer, count, nccl_data, nccl_reduce, comm_, native(stream_)),
-        rank_, comm_);
+        ncclAllReduce(buffer, buffer, count, nccl_data, nccl_reduce, comm_, native(stream_)), rank_,
+        comm_);
   }
   return finish("ncclAllReduce");
 }
@@ -215,10 +216,11 @@ WorkHandle NcclCommunicator::allreduce_async(void* buffer, std::size_t count, Da
 // count (then a compaction), or each rank sending its block to every other rank with ncclSend and
 // receiving theirs with ncclRecv, grouped (ncclGroupStart/End) so that NCCL schedules them as one
 // operation. gradwire's allgatherv carries sparse top-k messages whose sizes differ across ranks,
-// so padding would move (n x largest - total) elements for nothing, and the counters (Note [What
-// the counters count]) charge exactly "send my block to the n-1 others, receive every other
-// block", which is what the grouped point-to-point form moves. So: grouped ncclSend/ncclRecv, and
-// this rank's own block copied into place on the same stream (unless send already is that place).
+// so padding would move (n x largest - total) elements for nothing, and the counters
+// (Note [What the counters count]) charge exactly "send my block to the n-1 others, receive every
+// other block", which is what the grouped point-to-point form moves. So: grouped ncclSend/ncclRecv,
+// and this rank's own block copied into place on the same stream (unless send already is that
+// place).
 // The cost is a point-to-point connection to every peer, made by NCCL on first use.
 WorkHandle NcclCommunicator::allgatherv_async(const void* send, std::size_t send_count, void* recv,
                                               std::vector<std::size_t> recv_counts, DataType type,
@@ -234,8 +236,7 @@ WorkHandle NcclCommunicator::allgatherv_async(const void* send, std::size_t send
                     std::to_string(recv_counts[static_cast<std::size_t>(rank_)]));
   }
   const ncclDataType_t nccl_data = nccl_type(type, "allgatherv", rank_);
-  const std::size_t total =
-      std::accumulate(recv_counts.begin(), recv_counts.end(), std::size_t{0});
+  const std::size_t total = std::accumulate(recv_counts.begin(), recv_counts.end(), std::size_t{0});
   check_device_buffer("allgatherv (send buffer)", send, send_count);
   check_device_buffer("allgatherv (receive buffer)", recv, total);
   const std::size_t element = size_of(type);
@@ -283,9 +284,8 @@ WorkHandle NcclCommunicator::broadcast_async(void* buffer, std::size_t count, Da
   check_device_buffer("broadcast", buffer, count);
   stream_.make_current();
   if (count > 0) {
-    GW_NCCL_CHECK(
-        ncclBroadcast(buffer, buffer, count, nccl_data, root, comm_, native(stream_)), rank_,
-        comm_);
+    GW_NCCL_CHECK(ncclBroadcast(buffer, buffer, count, nccl_data, root, comm_, native(stream_)),
+                  rank_, comm_);
   }
   return finish("ncclBroadcast");
 }
