@@ -559,7 +559,7 @@ void MpiCommunicator::staged_allreduce(void* buffer, std::size_t count, DataType
   const kernels::Stream& stream = staging_stream(buffer);
   kernels::copy_bytes(host, buffer, bytes, stream);
   stream.synchronize();
-  allreduce(host, count, type, op, kind);
+  MpiCommunicator::allreduce(host, count, type, op, kind);  // the host path
   kernels::copy_bytes(buffer, host, bytes, stream);
   stream.synchronize();
 }
@@ -586,7 +586,7 @@ void MpiCommunicator::staged_allgatherv(const void* send, std::size_t send_count
     host_send = host;
   }
   if (stage_recv) host_recv = host + send_bytes;
-  allgatherv(host_send, send_count, host_recv, std::move(recv_counts), type, kind);
+  MpiCommunicator::allgatherv(host_send, send_count, host_recv, std::move(recv_counts), type, kind);
   if (stage_recv) {
     const kernels::Stream& stream = staging_stream(recv);
     kernels::copy_bytes(recv, host_recv, recv_bytes, stream);
@@ -605,7 +605,7 @@ void MpiCommunicator::staged_broadcast(void* buffer, std::size_t count, DataType
     kernels::copy_bytes(host, buffer, bytes, stream);
     stream.synchronize();
   }
-  broadcast(host, count, type, root, kind);
+  MpiCommunicator::broadcast(host, count, type, root, kind);
   if (rank_ != root) {
     kernels::copy_bytes(buffer, host, bytes, stream);
     stream.synchronize();
