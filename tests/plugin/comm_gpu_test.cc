@@ -235,6 +235,21 @@ TEST_F(NcclGpu, HostBufferIsAClearErrorNamingTheOperation) {
   EXPECT_EQ(comm_->counters()[TrafficKind::kGradient].calls, 0u);  // refused: not counted
 }
 
+TEST_F(NcclGpu, AnUnknownDataTypeIsAClearError) {
+  const kernels::Stream stream = kernels::Stream::cuda(device_);
+  DeviceVector<float> buffer(std::vector<float>(4, 1.0f), stream);
+  try {
+    comm_->allreduce(buffer.data(), 4, static_cast<DataType>(42), ReduceOp::kSum,
+                     TrafficKind::kGradient);
+    FAIL() << "data type 42 was accepted";
+  } catch (const CommError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "NCCL allreduce on rank " + std::to_string(comm_->rank()) +
+                  ": data type 42 is not one NCCL carries (accepted: uint8, int32, int64, "
+                  "float16, float32, float64)");
+  }
+}
+
 TEST_F(NcclGpu, ZeroElementsAreAcceptedFromAnyPointer) {
   comm_->allreduce(nullptr, 0, DataType::kFloat32, ReduceOp::kSum, TrafficKind::kGradient);
   comm_->broadcast(nullptr, 0, DataType::kFloat32, 0, TrafficKind::kGradient);

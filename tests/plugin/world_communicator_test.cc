@@ -10,6 +10,7 @@
 #include <string>
 
 #include "kernels/device.h"
+#include "kernels/stream.h"
 #include "plugin/comm/mpi/mpi_runtime.h"
 #include "plugin/comm/nccl/make_nccl_communicator.h"
 #include "plugin/comm/world_communicator.h"
@@ -129,6 +130,28 @@ TEST(WorldBackend, NcclWhereItCannotWorkSaysWhyOnEveryRank) {
                     no_device_on_every_rank() +
                     ". Use GRADWIRE_BACKEND=mpi (it carries device buffers too, staged through "
                     "host memory) or GRADWIRE_BACKEND=auto");
+    }
+  }
+}
+
+// The NCCL entry point refuses what it cannot use before any NCCL call: in a build without NCCL,
+// everything; in one with it, a host stream.
+TEST(WorldBackend, NcclEntryPointSaysWhatIsMissing) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  try {
+    make_nccl_communicator(MPI_COMM_WORLD, kernels::Stream::host());
+    FAIL() << "an NCCL communicator on the host was made";
+  } catch (const CommError& e) {
+    if (nccl_built()) {
+      EXPECT_EQ(std::string(e.what()),
+                "NcclCommunicator on rank " + std::to_string(rank) +
+                    ": needs a CUDA stream (NCCL runs its collectives on a device), got the host");
+    } else {
+      EXPECT_EQ(std::string(e.what()),
+                "the NCCL backend is unavailable: gradwire was built without NCCL (it needs CUDA "
+                "and NCCL at configure time); use the MPI backend (GRADWIRE_BACKEND=mpi), which "
+                "also carries CUDA device buffers, staged through host memory");
     }
   }
 }
