@@ -57,6 +57,18 @@ std::uint32_t keep_top_k(const float* v, std::uint32_t* indices, std::size_t cou
   return cuda::keep_top_k(v, indices, count, k, scratch, stream.native());
 }
 
+std::uint32_t exact_topk_by_sort(const float* v, std::size_t n, std::size_t k,
+                                 std::uint32_t* indices, std::uint32_t* scratch,
+                                 const Stream& stream) {
+  if (k == 0 || k > n || n > 0xFFFFFFFFu) {
+    throw std::invalid_argument("gw::kernels::exact_topk_by_sort: k = " + std::to_string(k) +
+                                " is outside [1, n] for n = " + std::to_string(n) +
+                                " elements, or n is 2^32 or more");
+  }
+  if (stream.is_host()) return cpu::exact_topk_by_sort(v, n, k, indices, scratch);
+  return cuda::exact_topk_by_sort(v, n, k, indices, scratch, stream.native());
+}
+
 void pack_pairs(const std::uint32_t* indices, std::size_t count, const float* v,
                 std::uint32_t* words, const Stream& stream) {
   if (stream.is_host()) return cpu::pack_pairs(indices, count, v, words);

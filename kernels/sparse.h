@@ -56,6 +56,17 @@ std::size_t select_at_least(const float* v, std::size_t n, std::uint32_t thresho
 std::uint32_t keep_top_k(const float* v, std::uint32_t* indices, std::size_t count, std::size_t k,
                          std::uint32_t* scratch, const Stream& stream);
 
+// The exact top-k by magnitude by sorting all n keys: the reference that benchmarks and tests
+// hold TopkSelector against, not a path of the step (it sorts everything where the selector
+// scans once). Writes to indices[0..k) the k indices i < n whose elements of v have the largest
+// magnitude keys, ties to the lower index, in ascending order, and returns the k-th largest key.
+// 1 <= k <= n < 2^32 (std::invalid_argument otherwise); indices and scratch have room for n
+// (both are overwritten; indices[k..n) are left unspecified). On the host a std::stable_sort, on a
+// CUDA stream a Thrust stable sort by key (a radix sort). Synchronises.
+std::uint32_t exact_topk_by_sort(const float* v, std::size_t n, std::size_t k,
+                                 std::uint32_t* indices, std::uint32_t* scratch,
+                                 const Stream& stream);
+
 // The pairs of a sparse message: words[2j] = indices[j], words[2j + 1] = the bits of
 // v[indices[j]], j < count.
 void pack_pairs(const std::uint32_t* indices, std::size_t count, const float* v,

@@ -74,6 +74,20 @@ std::uint32_t keep_top_k(const float* v, std::uint32_t* indices, std::size_t cou
   return kth;
 }
 
+// Every index sorted by key, descending: stable, so equal keys keep the ascending index order.
+std::uint32_t exact_topk_by_sort(const float* v, std::size_t n, std::size_t k,
+                                 std::uint32_t* indices, std::uint32_t* scratch) {
+  for (std::size_t i = 0; i < n; ++i) {
+    scratch[i] = magnitude_key(v[i]);
+    indices[i] = static_cast<std::uint32_t>(i);
+  }
+  std::stable_sort(indices, indices + n,
+                   [scratch](std::uint32_t a, std::uint32_t b) { return scratch[a] > scratch[b]; });
+  const std::uint32_t kth = scratch[indices[k - 1]];
+  std::sort(indices, indices + k);
+  return kth;
+}
+
 // SparseMessageWriter::append's pairs.
 void pack_pairs(const std::uint32_t* indices, std::size_t count, const float* v,
                 std::uint32_t* words) {

@@ -19,6 +19,8 @@ std::size_t select_at_least(const float* v, std::size_t n, std::uint32_t thresho
                             std::uint32_t* indices);
 std::uint32_t keep_top_k(const float* v, std::uint32_t* indices, std::size_t count, std::size_t k,
                          std::uint32_t* scratch);
+std::uint32_t exact_topk_by_sort(const float* v, std::size_t n, std::size_t k,
+                                 std::uint32_t* indices, std::uint32_t* scratch);
 void pack_pairs(const std::uint32_t* indices, std::size_t count, const float* v,
                 std::uint32_t* words);
 void zero_at(float* x, const std::uint32_t* indices, std::size_t count);

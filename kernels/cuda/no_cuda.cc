@@ -60,6 +60,10 @@ std::uint32_t keep_top_k(const float*, std::uint32_t*, std::size_t, std::size_t,
                          void*) {
   throw_unavailable("keep_top_k");
 }
+std::uint32_t exact_topk_by_sort(const float*, std::size_t, std::size_t, std::uint32_t*,
+                                 std::uint32_t*, void*) {
+  throw_unavailable("exact_topk_by_sort");
+}
 void pack_pairs(const std::uint32_t*, std::size_t, const float*, std::uint32_t*, void*) {
   throw_unavailable("pack_pairs");
 }

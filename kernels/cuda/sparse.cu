@@ -35,6 +35,11 @@ std::uint32_t keep_top_k(const float* v, std::uint32_t* indices, std::size_t cou
   return thrust_algo::keep_top_k(on_stream_synced(stream), v, indices, count, k, scratch);
 }
 
+std::uint32_t exact_topk_by_sort(const float* v, std::size_t n, std::size_t k,
+                                 std::uint32_t* indices, std::uint32_t* scratch, void* stream) {
+  return thrust_algo::exact_topk_by_sort(on_stream_synced(stream), v, n, k, indices, scratch);
+}
+
 void pack_pairs(const std::uint32_t* indices, std::size_t count, const float* v,
                 std::uint32_t* words, void* stream) {
   thrust_algo::pack_pairs(on_stream(stream), indices, count, v, words);

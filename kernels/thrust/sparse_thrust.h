@@ -143,6 +143,20 @@ Key keep_top_k(const Policy& policy, const float* v, Index* indices, std::size_t
   return kth;
 }
 
+// Every index sorted by key, descending (kernels/sparse.h): the keys into scratch, the indices
+// 0..n-1 beside them, a stable sort by key keeps equal keys in index order; the first k are sorted
+// back into index order.
+template <class Policy>
+Key exact_topk_by_sort(const Policy& policy, const float* v, std::size_t n, std::size_t k,
+                       Index* indices, Key* scratch) {
+  thrust::transform(policy, v, v + n, scratch, MagnitudeKeyOp{});
+  thrust::sequence(policy, indices, indices + n, Index{0});
+  thrust::stable_sort_by_key(policy, scratch, scratch + n, indices, thrust::greater<Key>());
+  const Key kth = read_key(policy, scratch + (k - 1));
+  thrust::sort(policy, indices, indices + k);
+  return kth;
+}
+
 // --- Messages -----------------------------------------------------------------------------------
 
 struct PackPairOp {

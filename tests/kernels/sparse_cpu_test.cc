@@ -137,6 +137,50 @@ TEST(SparseCpu, KeepTopKMatchesStableSortReference) {
   }
 }
 
+TEST(SparseCpu, ExactTopkBySortGivesTiesToLowerIndicesInIndexOrder) {
+  const std::vector<float> v = {3, -1, 2, -3, 1, 2, 0, -2};
+  std::vector<std::uint32_t> idx(v.size()), scratch(v.size());
+  // Keys 3, 1, 2, 3, 1, 2, 0, 2: the top 4 are both 3s and the 2s at 2 and 5 (not 7).
+  EXPECT_EQ(exact_topk_by_sort(v.data(), v.size(), 4, idx.data(), scratch.data(), kHost),
+            reference_key(2.0f));
+  idx.resize(4);
+  EXPECT_EQ(idx, (std::vector<std::uint32_t>{0, 2, 3, 5}));
+  idx.resize(v.size());
+  EXPECT_EQ(exact_topk_by_sort(v.data(), v.size(), 8, idx.data(), scratch.data(), kHost), 0u);
+  EXPECT_EQ(idx, (std::vector<std::uint32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_THROW(exact_topk_by_sort(v.data(), v.size(), 9, idx.data(), scratch.data(), kHost),
+               std::invalid_argument);
+  EXPECT_THROW(exact_topk_by_sort(v.data(), v.size(), 0, idx.data(), scratch.data(), kHost),
+               std::invalid_argument);
+}
+
+// The same set as keep_top_k over every index, and as a stable sort written out here.
+TEST(SparseCpu, ExactTopkBySortMatchesKeepTopKAndStableSortReference) {
+  for (Dist dist : test_inputs::kAllDists) {
+    const std::vector<float> v = make_values(dist, 5000, 4);
+    std::vector<std::uint32_t> all(5000);
+    std::iota(all.begin(), all.end(), 0u);
+    for (std::size_t k : {std::size_t{1}, std::size_t{5}, std::size_t{2500}, std::size_t{5000}}) {
+      std::vector<std::uint32_t> ref = all;
+      std::stable_sort(ref.begin(), ref.end(), [&](std::uint32_t a, std::uint32_t b) {
+        return reference_key(v[a]) > reference_key(v[b]);
+      });
+      const std::uint32_t ref_kth = reference_key(v[ref[k - 1]]);
+      ref.resize(k);
+      std::sort(ref.begin(), ref.end());
+      std::vector<std::uint32_t> kept = all, scratch(5000), idx(5000);
+      EXPECT_EQ(keep_top_k(v.data(), kept.data(), kept.size(), k, scratch.data(), kHost), ref_kth);
+      kept.resize(k);
+      EXPECT_EQ(exact_topk_by_sort(v.data(), v.size(), k, idx.data(), scratch.data(), kHost),
+                ref_kth)
+          << test_inputs::dist_name(dist) << " k " << k;
+      idx.resize(k);
+      EXPECT_EQ(idx, ref) << test_inputs::dist_name(dist) << " k " << k;
+      EXPECT_EQ(idx, kept) << test_inputs::dist_name(dist) << " k " << k;
+    }
+  }
+}
+
 TEST(SparseCpu, PackZeroAndScatterAdd) {
   const std::vector<float> v = {1.5f, -2.0f, 3.0f, 4.0f};
   const std::vector<std::uint32_t> idx = {1, 3};

@@ -252,6 +252,24 @@ TEST(ThrustOmp, KeepTopKMatchesCpu) {
   }
 }
 
+TEST(ThrustOmp, ExactTopkBySortMatchesCpu) {
+  GW_EACH_INPUT(n, dist) {
+    SCOPED_TRACE(input_name(n, dist));
+    if (n == 0) continue;  // k >= 1
+    const std::vector<float> v = make_values(dist, n, 16);
+    for (std::size_t k : {std::size_t{1}, (n + 999) / 1000, (n + 2) / 3, n}) {
+      std::vector<std::uint32_t> idx(n), idx2(n), scratch(n), scratch2(n);
+      const std::uint32_t kth = cpu::exact_topk_by_sort(v.data(), n, k, idx.data(), scratch.data());
+      ASSERT_EQ(thrust_algo::exact_topk_by_sort(omp, v.data(), n, k, idx2.data(), scratch2.data()),
+                kth)
+          << "k " << k;
+      idx.resize(k);
+      idx2.resize(k);
+      ASSERT_EQ(idx, idx2) << "k " << k;
+    }
+  }
+}
+
 TEST(ThrustOmp, PackZeroAndScatterAddMatchCpuBitForBit) {
   GW_EACH_INPUT(n, dist) {
     SCOPED_TRACE(input_name(n, dist));
