@@ -3,6 +3,7 @@
 // run, on one thread.
 //
 //   gradwire_bench_compress --report compress.json [--numel 25000000] [--sparsity 0.999]
+//   gradwire_bench_compress --device cuda --report compress.json   (bench_compress_device.cc)
 //
 // Three paths are timed in rotation (Note [Rotation]), one call each per repeat, and their medians
 // compared, so drift on a shared machine hits all alike:
@@ -31,6 +32,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "benchmarks/bench_compress_device.h"
 #include "benchmarks/bench_driver.h"
 #include "kernels/topk.h"
 
@@ -105,6 +107,7 @@ int main(int argc, char** argv) {
   std::size_t numel = 25'000'000;
   double sparsity = 0.999, sample_ratio = 0.01;
   int repeats = 11;
+  std::string device = "cpu";
   CLI::App app{"gradwire DGC top-k encode vs exact nth_element top-k vs one read pass"};
   app.add_option("--report", report_path, "Write the JSON report here")->required();
   app.add_option("--numel", numel, "Gradient elements (ResNet-50: about 25M)")
@@ -119,7 +122,15 @@ int main(int argc, char** argv) {
   app.add_option("--repeats", repeats, "Timed calls of each path")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
+  app.add_option("--device", device,
+                 "cpu: this host, one thread; cuda: DGC's encode on a CUDA device against a read "
+                 "pass and an exact top-k by sorting there")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   CLI11_PARSE(app, argc, argv);
+  if (device == "cuda") {
+    return gw::bench::run_compress_on_cuda({report_path, numel, sparsity, sample_ratio, repeats});
+  }
 
   const auto k = std::clamp<std::size_t>(
       static_cast<std::size_t>(std::llround(static_cast<double>(numel) * (1.0 - sparsity))), 1,

@@ -114,6 +114,26 @@ TEST_F(CudaSparseTest, ClipAndLocalSgdMatchCpu) {
   }
 }
 
+TEST_F(CudaSparseTest, ExactTopkBySortMatchesCpu) {
+  for (std::size_t n : test_inputs::kSizes) {
+    if (n == 0) continue;  // k >= 1
+    for (Dist dist : kAllDists) {
+      SCOPED_TRACE(testing::Message() << "n " << n << " " << test_inputs::dist_name(dist));
+      const std::vector<float> v = make_values(dist, n, 8);
+      DeviceCopy<float> dv(v, stream_);
+      for (std::size_t k : {std::size_t{1}, (n + 999) / 1000, n}) {
+        std::vector<std::uint32_t> idx(n), scratch(n);
+        DeviceCopy<std::uint32_t> didx(idx, stream_), dscratch(scratch, stream_);
+        const std::uint32_t kth =
+            exact_topk_by_sort(v.data(), n, k, idx.data(), scratch.data(), kHost);
+        ASSERT_EQ(exact_topk_by_sort(dv.get(), n, k, didx.get(), dscratch.get(), stream_), kth);
+        const std::vector<std::uint32_t> back = didx.to_host();
+        ASSERT_TRUE(std::equal(idx.begin(), idx.begin() + k, back.begin())) << "k " << k;
+      }
+    }
+  }
+}
+
 TEST_F(CudaSparseTest, SelectionPrimitivesMatchCpu) {
   for (std::size_t n : test_inputs::kSizes) {
     for (Dist dist : kAllDists) {

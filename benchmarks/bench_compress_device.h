@@ -1,0 +1,23 @@
+// gradwire_bench_compress --device cuda: DGC's encode on a CUDA device against a device read pass
+// and an exact top-k by sorting on the device (bench_compress_device.cc).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace gw::bench {
+
+// The command line of gradwire_bench_compress, shared by its host and device modes.
+struct CompressSettings {
+  std::string report_path;
+  std::size_t numel = 25'000'000;
+  double sparsity = 0.999;
+  double sample_ratio = 0.01;
+  int repeats = 11;
+};
+
+// The device mode; returns the exit code: 2, with a message on stderr, where no CUDA device is
+// usable (a build without CUDA included).
+int run_compress_on_cuda(const CompressSettings& settings);
+
+}  // namespace gw::bench
