@@ -2,6 +2,7 @@
 // of the same flat buffer, measured side by side in one run.
 //
 //   mpirun -np 4 gradwire_bench_allreduce --report allreduce.json
+//   mpirun -np 2 gradwire_bench_allreduce --device cuda   (bench_allreduce_device.cc)
 //
 // For each size, three paths are timed in rotation (Note [Rotation]; barrier, time one call, per
 // iteration) and the medians are compared, so drift on a shared machine hits all alike:
@@ -26,6 +27,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "benchmarks/bench_allreduce_device.h"
 #include "benchmarks/bench_mpi_driver.h"
 #include "benchmarks/bench_workload.h"
 #include "plugin/distributed_optimizer.h"
@@ -48,6 +50,7 @@ int main(int argc, char** argv) {
   std::string report_path;
   std::size_t min_bytes = 4096, max_bytes = std::size_t{64} << 20;
   double seconds_per_size = 1.0;
+  std::string device = "cpu";
   CLI::App app{"gradwire dense exchange vs bare MPI_Allreduce (run under mpirun)"};
   app.add_option("--report", report_path, "Write the JSON report here (rank 0)");
   app.add_option("--min-bytes", min_bytes)->capture_default_str();
@@ -55,9 +58,18 @@ int main(int argc, char** argv) {
   app.add_option("--seconds-per-size", seconds_per_size,
                  "Rough time budget per size (both sides together)")
       ->capture_default_str();
+  app.add_option("--device", device,
+                 "cpu: host buffers, gradwire's DistributedOptimizer vs MPI_Allreduce; cuda: CUDA "
+                 "device buffers, gradwire's communicator vs the bare ncclAllReduce or "
+                 "MPI_Allreduce")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   CLI11_PARSE(app, argc, argv);
 
   gw::bench::MpiBench bench("gradwire_bench_allreduce", report_path, &argc, &argv);
+  if (device == "cuda") {
+    return gw::bench::run_allreduce_on_cuda(bench, {min_bytes, max_bytes, seconds_per_size});
+  }
   const int n = bench.size(), rank = bench.rank();
   const double bus_factor = n > 1 ? 2.0 * (n - 1) / n : 0.0;
 

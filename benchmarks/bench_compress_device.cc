@@ -139,8 +139,8 @@ int run(const CompressSettings& s) {
                                 sort_scratch.data(), stream);
     kernels::copy_bytes(exact.data(), sort_indices.data(), k * sizeof(std::uint32_t), stream);
     stream.synchronize();
-    precision_min = std::min(
-        precision_min, count ? double(common_count(sent, exact)) / double(count) : 0.0);
+    precision_min =
+        std::min(precision_min, count ? double(common_count(sent, exact)) / double(count) : 0.0);
     selected_min = std::min(selected_min, count);
     selected_max = std::max(selected_max, count);
   };

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# expect_failure.sh SECONDS REGEX -- COMMAND...
-# Passes when COMMAND exits non-zero within SECONDS (no hang), its output matches REGEX, and no
-# sanitizer reported an error in it.
+# expect_failure.sh SECONDS REGEX [EXIT_CODE] -- COMMAND...
+# Passes when COMMAND exits non-zero (EXIT_CODE exactly, when given) within SECONDS (no hang), its
+# output matches REGEX, and no sanitizer reported an error in it.
 set -u
 limit=$1; regex=$2; shift 2
+expected_rc=""
+[ "$1" != "--" ] && { expected_rc=$1; shift; }
 [ "$1" = "--" ] && shift
 out=$(timeout --kill-after=5 "$limit" "$@" 2>&1)
 rc=$?
@@ -22,6 +24,9 @@ if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
 fi
 if [ "$rc" -eq 0 ]; then
   echo "FAIL: exited 0, expected an error"; exit 1
+fi
+if [ -n "$expected_rc" ] && [ "$rc" -ne "$expected_rc" ]; then
+  echo "FAIL: exit code $rc, expected $expected_rc"; exit 1
 fi
 if ! printf '%s\n' "$out" | grep -Eq -- "$regex"; then
   echo "FAIL: exit code $rc but the output does not match: $regex"; exit 1

@@ -1,4 +1,5 @@
 // The NCCL entry point in a build without NCCL: a clear error, never a link failure.
+#include "plugin/comm/nccl/bare_nccl_allreduce.h"
 #include "plugin/comm/nccl/make_nccl_communicator.h"
 
 namespace gw {
@@ -11,5 +12,11 @@ std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm, const kernels::St
       "at configure time); use the MPI backend (GRADWIRE_BACKEND=mpi), which also carries CUDA "
       "device buffers, staged through host memory");
 }
+
+BareNcclAllreduce::BareNcclAllreduce(MPI_Comm, const kernels::Stream& stream) : stream_(stream) {
+  throw CommError("a bare ncclAllReduce is unavailable: gradwire was built without NCCL");
+}
+BareNcclAllreduce::~BareNcclAllreduce() = default;
+void BareNcclAllreduce::sum_in_place(float*, std::size_t) {}
 
 }  // namespace gw
