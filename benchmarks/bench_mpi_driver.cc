@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "plugin/comm/world_communicator.h"
+
 namespace gw::bench {
 
 double time_once(const std::function<void()>& fn) {
@@ -58,7 +60,9 @@ Timed run_timed(const Variants& variants, int warm_rounds, double budget_s, int 
 
 MpiBench::MpiBench(std::string name, std::string report_path, int* argc, char*** argv)
     : mpi_(argc, argv),
-      comm_(std::make_shared<gw::CountingCommunicator>(gw::make_mpi_world_communicator())),
+      // Host buffers: GRADWIRE_BACKEND=auto is MPI (Note [Choosing the backend]).
+      comm_(std::make_shared<gw::CountingCommunicator>(
+          gw::make_world_communicator(gw::config::Config::from_environment(), gw::Device::kHost))),
       name_(std::move(name)),
       report_path_(std::move(report_path)),
       rank_(comm_->rank()),

@@ -18,7 +18,9 @@ endif()
 # GoogleTest lists the skipped tests in its output ("[  SKIPPED ]"). So a test that must show as
 # skipped on its own runs as its own CTest test: kernels_cuda_test runs the GPU tests, and
 # kernels_cuda_without_device the one check that only a machine without a device can make
-# (tests/kernels). The MPI test main does not map skips: no MPI binary skips all its tests.
+# (tests/kernels). The MPI test main (tests/common/mpi_gtest_main.cc) exits 77 the same way, on
+# every rank (the GPU communicator tests, tests/plugin); a gw_add_mpi_test that can skip sets
+# SKIP_RETURN_CODE 77 itself.
 
 # gw_add_gtest(<name> SOURCES <files...> [LIBS <targets...>] [ARGS <arguments...>] [TIMEOUT <s>]
 #              [LABELS <labels...>])

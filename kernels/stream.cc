@@ -90,6 +90,8 @@ void Event::synchronize() const {
   if (recorded_ && on_device_) cuda::event_synchronize(native_);
 }
 
+bool Event::completed() const { return !(recorded_ && on_device_) || cuda::event_query(native_); }
+
 double Event::elapsed_ms_since(const Event& start) const {
   if (!recorded_ || !start.recorded_ || on_device_ != start.on_device_) {
     throw std::logic_error(
@@ -176,5 +178,7 @@ void fill_zero(void* dst, std::size_t bytes, const Stream& stream) {
 }
 
 Device device_of(const void* p) { return cuda::pointer_device(p); }
+
+int cuda_device_of(const void* p) { return cuda::pointer_device_ordinal(p); }
 
 }  // namespace gw::kernels

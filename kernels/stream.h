@@ -70,6 +70,10 @@ class Event {
   void make_wait(const Stream& stream) const;
   // Blocks the host until the recorded work has finished.
   void synchronize() const;
+  // Whether the recorded work has finished, without blocking (true for a host event, and for one
+  // never recorded). For waits that must also watch something else (a communication library's
+  // asynchronous errors).
+  bool completed() const;
   bool recorded() const { return recorded_; }
   // Milliseconds from `start` to this event; both recorded on the same kind of stream and
   // complete (a device event is waited for first). Throws std::logic_error otherwise.
@@ -189,5 +193,8 @@ void fill_zero(void* dst, std::size_t bytes, const Stream& stream);
 // Where p points: kCuda for CUDA device (or managed) memory, kHost for anything else, null
 // included. Always kHost in a build without CUDA. Never throws.
 Device device_of(const void* p);
+// The CUDA device ordinal that p's memory belongs to when device_of(p) is kCuda; -1 otherwise.
+// Never throws.
+int cuda_device_of(const void* p);
 
 }  // namespace gw::kernels

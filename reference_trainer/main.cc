@@ -19,6 +19,7 @@
 #include "plugin/amp_settings.h"
 #include "plugin/comm/counting_communicator.h"
 #include "plugin/comm/mpi/mpi_runtime.h"
+#include "plugin/comm/world_communicator.h"
 #include "plugin/compressor_factory.h"
 #include "plugin/config/params.h"
 #include "plugin/config_check.h"
@@ -61,7 +62,11 @@ void check_output_paths(const gw::trainer::TrainerOptions& options, int rank) {
 // Everything after MPI starts; run_mpi_main ends the job on whatever this throws.
 int run(const gw::trainer::TrainerOptions& options, const gw::config::Config& config,
         const gw::trainer::FashionMnist& data) {
-  std::unique_ptr<gw::Communicator> world = gw::make_mpi_world_communicator(config);
+  // The trainer's gradients live in host memory, so GRADWIRE_BACKEND=auto means MPI and nccl is a
+  // configuration error on every rank, before any collective (Note [Choosing the backend]).
+  gw::BackendChoice backend;
+  std::unique_ptr<gw::Communicator> world =
+      gw::make_world_communicator(config, gw::Device::kHost, -1, &backend);
   const gw::MpiInfo mpi_info = gw::mpi_info(*world);
   auto comm = std::make_shared<gw::CountingCommunicator>(std::move(world));
   // Every rank must train the same run (Note [Options that must agree across ranks]), and every
@@ -87,6 +92,7 @@ int run(const gw::trainer::TrainerOptions& options, const gw::config::Config& co
   if (comm->rank() == 0 && config.get_string(gw::config::keys::kLogLevel) != "error" &&
       config.get_string(gw::config::keys::kLogLevel) != "warn") {
     std::printf("gradwire configuration (%d ranks):\n%s", comm->size(), config.table().c_str());
+    std::printf("backend: %s\n", backend.reason.c_str());
     std::printf("MPI: %s; collectives wait by %s\n", mpi_info.library.c_str(),
                 mpi_info.wait_reason.c_str());
   }

@@ -12,6 +12,7 @@
 namespace gw::kernels {
 
 bool cuda_device_available() { return false; }
+int cuda_device_count() { return 0; }
 
 Stream::Impl::~Impl() = default;
 
@@ -101,6 +102,7 @@ void event_destroy(void*, int) noexcept {}
 void event_record(void*, const Stream::Impl&) { throw_unavailable("Event::record"); }
 void stream_wait_event(const Stream::Impl&, void*) { throw_unavailable("Event::make_wait"); }
 void event_synchronize(void*) { throw_unavailable("Event::synchronize"); }
+bool event_query(void*) { throw_unavailable("Event::completed"); }
 float event_elapsed_ms(void*, void*) { throw_unavailable("Event::elapsed_ms_since"); }
 void* malloc_device(std::size_t, int) { throw_unavailable("device memory"); }
 void free_device(void*, int) noexcept {}
@@ -111,6 +113,9 @@ void memcpy_async(void*, const void*, std::size_t, const Stream::Impl&) {
 }
 void memset_async(void*, std::size_t, const Stream::Impl&) { throw_unavailable("fill_zero"); }
 Device pointer_device(const void*) noexcept { return Device::kHost; }
+int pointer_device_ordinal(const void*) noexcept { return -1; }
 
 }  // namespace cuda
+
+std::string cuda_device_bus_id(int) { cuda::throw_unavailable("cuda_device_bus_id"); }
 }  // namespace gw::kernels

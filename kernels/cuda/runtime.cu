@@ -81,6 +81,13 @@ void event_synchronize(void* event) {
   GW_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event)));
 }
 
+bool event_query(void* event) {
+  const cudaError_t status = cudaEventQuery(static_cast<cudaEvent_t>(event));
+  if (status == cudaErrorNotReady) return false;
+  GW_CUDA_CHECK(status);
+  return true;
+}
+
 float event_elapsed_ms(void* start, void* end) {
   float ms = 0.0f;
   GW_CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start),
@@ -125,5 +132,31 @@ Device pointer_device(const void* p) noexcept {
              : Device::kHost;
 }
 
+int pointer_device_ordinal(const void* p) noexcept {
+  if (pointer_device(p) != Device::kCuda) return -1;
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  return attributes.device;
+}
+
 }  // namespace cuda
+
+int cuda_device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // no driver or no device: none usable, and nothing left for a later check
+    return 0;
+  }
+  return count;
+}
+
+std::string cuda_device_bus_id(int device) {
+  char id[32] = {};
+  GW_CUDA_CHECK(cudaDeviceGetPCIBusId(id, static_cast<int>(sizeof id), device));
+  return id;
+}
+
 }  // namespace gw::kernels

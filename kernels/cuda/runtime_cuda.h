@@ -30,6 +30,7 @@ void event_destroy(void* event, int device) noexcept;
 void event_record(void* event, const Stream::Impl& stream);
 void stream_wait_event(const Stream::Impl& stream, void* event);
 void event_synchronize(void* event);
+bool event_query(void* event);  // complete? (cudaErrorNotReady: false)
 float event_elapsed_ms(void* start, void* end);
 
 void* malloc_device(std::size_t bytes, int device);
@@ -39,6 +40,7 @@ void free_pinned(void* p) noexcept;
 void memcpy_async(void* dst, const void* src, std::size_t bytes, const Stream::Impl& stream);
 void memset_async(void* dst, std::size_t bytes, const Stream::Impl& stream);
 Device pointer_device(const void* p) noexcept;
+int pointer_device_ordinal(const void* p) noexcept;  // -1 unless device (or managed) memory
 
 }  // namespace cuda
 }  // namespace gw::kernels

@@ -1,5 +1,6 @@
 // The Communicator interface: the only way gradwire talks to the network. One folder per backend
-// (plugin/comm/mpi/, later plugin/comm/nccl/); CountingCommunicator decorates any of them with
+// (plugin/comm/mpi/: host or CUDA device buffers; plugin/comm/nccl/: device buffers only), made by
+// make_world_communicator (world_communicator.h); CountingCommunicator decorates any of them with
 // per-kind byte counters.
 #pragma once
 

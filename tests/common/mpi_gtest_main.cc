@@ -4,7 +4,7 @@
 // prefixed with "[rank R] ", so a failure on any rank is readable in the log. (stderr, because the
 // launcher forwards each stream by the chunk: on one stream, a rank's block can land inside a line
 // of rank 0, whose printer writes a line in pieces.) A failure on any rank fails the process on
-// that rank, and so the job.
+// that rank, and so the job. A run where every test skipped exits 77 (CTest: skipped).
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -82,5 +82,20 @@ int main(int argc, char** argv) {
     delete listeners.Release(listeners.default_result_printer());
     listeners.Append(new RankFailurePrinter(rank));  // owned by GoogleTest from here
   }
-  return RUN_ALL_TESTS();
+  const int result = RUN_ALL_TESTS();
+  // As the single-process main does (Note "Skipped is not passed"): a run in which no test passed
+  // and none failed (the GPU tests without a GPU) tested nothing. Every rank runs the same tests,
+  // so every rank exits 77 together, after MPI_Finalize.
+  const ::testing::UnitTest& unit = *::testing::UnitTest::GetInstance();
+  if (result == 0 && !GTEST_FLAG_GET(list_tests) && unit.successful_test_count() == 0 &&
+      unit.failed_test_count() == 0) {
+    if (rank == 0) {
+      std::printf(
+          "[gradwire] no test of this binary passed (%d skipped, %d selected): exit 77, "
+          "reported to CTest as skipped\n",
+          unit.skipped_test_count(), unit.test_to_run_count());
+    }
+    return 77;
+  }
+  return result;
 }

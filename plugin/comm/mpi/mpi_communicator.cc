@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "common/enum_names.h"
+#include "kernels/device.h"
 #include "kernels/elementwise.h"
 #include "kernels/half.h"
 #include "plugin/comm/mpi/mpi_runtime.h"
@@ -286,6 +287,7 @@ MpiCommunicator::MpiCommunicator(MPI_Comm comm, MpiWait wait) {
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
+  cuda_usable_ = kernels::cuda_device_available();  // Note [Staging device buffers]
   try {
     resolve_wait(wait);
   } catch (...) {
@@ -405,7 +407,11 @@ void check_root(int root, int rank, int size) {
 }  // namespace
 
 WorkHandle MpiCommunicator::allreduce_async(void* buffer, std::size_t count, DataType type,
-                                            ReduceOp op, TrafficKind /*kind*/) {
+                                            ReduceOp op, TrafficKind kind) {
+  if (on_device(buffer)) {
+    staged_allreduce(buffer, count, type, op, kind);
+    return std::make_unique<MpiWork>("MPI_Iallreduce", rank_, false);  // complete already
+  }
   const int n = to_mpi_count(count, "allreduce", rank_);
   auto work = std::make_unique<MpiWork>("MPI_Iallreduce", rank_, wait_ == MpiWait::kYield);
   if (n > 0) {
@@ -420,7 +426,11 @@ WorkHandle MpiCommunicator::allreduce_async(void* buffer, std::size_t count, Dat
 }
 
 void MpiCommunicator::allreduce(void* buffer, std::size_t count, DataType type, ReduceOp op,
-                                TrafficKind /*kind*/) {
+                                TrafficKind kind) {
+  if (on_device(buffer)) {
+    staged_allreduce(buffer, count, type, op, kind);
+    return;
+  }
   const int n = to_mpi_count(count, "allreduce", rank_);
   if (wait_ == MpiWait::kYield) {
     poll_collective("MPI_Iallreduce", rank_, [&](MPI_Request* request) {
@@ -438,7 +448,11 @@ void MpiCommunicator::allreduce(void* buffer, std::size_t count, DataType type, 
 
 WorkHandle MpiCommunicator::allgatherv_async(const void* send, std::size_t send_count, void* recv,
                                              std::vector<std::size_t> recv_counts, DataType type,
-                                             TrafficKind /*kind*/) {
+                                             TrafficKind kind) {
+  if (on_device(send) || on_device(recv)) {
+    staged_allgatherv(send, send_count, recv, std::move(recv_counts), type, kind);
+    return std::make_unique<MpiWork>("MPI_Iallgatherv", rank_, false);  // complete already
+  }
   auto work = std::make_unique<MpiWork>("MPI_Iallgatherv", rank_, wait_ == MpiWait::kYield);
   allgatherv_layout(recv_counts, send_count, rank_, size_, &work->counts, &work->displacements);
   GW_MPI_CHECK(
@@ -450,7 +464,11 @@ WorkHandle MpiCommunicator::allgatherv_async(const void* send, std::size_t send_
 
 void MpiCommunicator::allgatherv(const void* send, std::size_t send_count, void* recv,
                                  std::vector<std::size_t> recv_counts, DataType type,
-                                 TrafficKind /*kind*/) {
+                                 TrafficKind kind) {
+  if (on_device(send) || on_device(recv)) {
+    staged_allgatherv(send, send_count, recv, std::move(recv_counts), type, kind);
+    return;
+  }
   std::vector<int> counts, displacements;
   allgatherv_layout(recv_counts, send_count, rank_, size_, &counts, &displacements);
   if (wait_ == MpiWait::kYield) {
@@ -466,7 +484,11 @@ void MpiCommunicator::allgatherv(const void* send, std::size_t send_count, void*
 }
 
 WorkHandle MpiCommunicator::broadcast_async(void* buffer, std::size_t count, DataType type,
-                                            int root, TrafficKind /*kind*/) {
+                                            int root, TrafficKind kind) {
+  if (on_device(buffer)) {
+    staged_broadcast(buffer, count, type, root, kind);
+    return std::make_unique<MpiWork>("MPI_Ibcast", rank_, false);  // complete already
+  }
   check_root(root, rank_, size_);
   const int n = to_mpi_count(count, "broadcast", rank_);
   auto work = std::make_unique<MpiWork>("MPI_Ibcast", rank_, wait_ == MpiWait::kYield);
@@ -475,7 +497,11 @@ WorkHandle MpiCommunicator::broadcast_async(void* buffer, std::size_t count, Dat
 }
 
 void MpiCommunicator::broadcast(void* buffer, std::size_t count, DataType type, int root,
-                                TrafficKind /*kind*/) {
+                                TrafficKind kind) {
+  if (on_device(buffer)) {
+    staged_broadcast(buffer, count, type, root, kind);
+    return;
+  }
   check_root(root, rank_, size_);
   const int n = to_mpi_count(count, "broadcast", rank_);
   if (wait_ == MpiWait::kYield) {
@@ -494,6 +520,96 @@ void MpiCommunicator::barrier() {
     return;
   }
   GW_MPI_CHECK(MPI_Barrier(comm_), rank_);
+}
+
+// Note [Staging device buffers]
+// MPI here is not CUDA-aware (and a CUDA-aware MPI is not something gradwire can count on), so a
+// collective on CUDA device memory goes through pinned host memory: the device data is copied in,
+// the host collective (the code path of host buffers, with its float16 ops and its way of waiting)
+// runs on the pinned copy, and the result is copied back. The copies run on a stream the
+// communicator owns, made on first use on the buffer's device (remade if a later buffer is on
+// another device), and the pinned buffer is kept and grown, never shrunk, so a steady state
+// allocates nothing. This is what lets several ranks share one GPU, which NCCL refuses.
+// - The staged forms are blocking: an _async call on device memory returns a Work that is already
+//   complete. One pinned buffer per communicator cannot serve two operations in flight, and the
+//   copy back needs the collective's result anyway; overlap with computation comes from the
+//   engine thread that calls the communicator, not from here.
+// - The staging stream is non-blocking (Note [Streams]), so it does not wait for work the caller
+//   enqueued elsewhere: device work that wrote a buffer must be complete before the call (the
+//   caller synchronises its stream, or waits on its event), as for any host reader of that memory.
+// - Host buffers never come here: the constructor asks once whether a CUDA device is usable, and
+//   without one every buffer is host memory and the only cost is that flag; with one, each call
+//   asks the runtime where its buffer lives (kernels::device_of, a pointer-attribute query).
+// - allgatherv stages send and receive independently (either may be host memory), both in one
+//   pinned allocation: [send | receive].
+
+const kernels::Stream& MpiCommunicator::staging_stream(const void* device_buffer) {
+  const int device = kernels::cuda_device_of(device_buffer);
+  if (staging_stream_.is_host() || staging_stream_.cuda_device() != device) {
+    staging_stream_ = kernels::Stream::cuda(device);
+  }
+  return staging_stream_;
+}
+
+void MpiCommunicator::staged_allreduce(void* buffer, std::size_t count, DataType type, ReduceOp op,
+                                       TrafficKind kind) {
+  to_mpi_count(count, "allreduce", rank_);
+  const std::size_t bytes = count * size_of(type);
+  unsigned char* host = staging_.reserve_discard(bytes);
+  const kernels::Stream& stream = staging_stream(buffer);
+  kernels::copy_bytes(host, buffer, bytes, stream);
+  stream.synchronize();
+  MpiCommunicator::allreduce(host, count, type, op, kind);  // the host path
+  kernels::copy_bytes(buffer, host, bytes, stream);
+  stream.synchronize();
+}
+
+void MpiCommunicator::staged_allgatherv(const void* send, std::size_t send_count, void* recv,
+                                        std::vector<std::size_t> recv_counts, DataType type,
+                                        TrafficKind kind) {
+  std::vector<int> counts, displacements;  // checks the arguments before anything is copied
+  allgatherv_layout(recv_counts, send_count, rank_, size_, &counts, &displacements);
+  std::size_t total = 0;
+  for (const std::size_t c : recv_counts) total += c;
+  const std::size_t element = size_of(type);
+  const bool stage_send = on_device(send);
+  const bool stage_recv = on_device(recv);
+  const std::size_t send_bytes = stage_send ? send_count * element : 0;
+  const std::size_t recv_bytes = stage_recv ? total * element : 0;
+  unsigned char* host = staging_.reserve_discard(send_bytes + recv_bytes);
+  const void* host_send = send;
+  void* host_recv = recv;
+  if (stage_send) {
+    const kernels::Stream& stream = staging_stream(send);
+    kernels::copy_bytes(host, send, send_bytes, stream);
+    stream.synchronize();
+    host_send = host;
+  }
+  if (stage_recv) host_recv = host + send_bytes;
+  MpiCommunicator::allgatherv(host_send, send_count, host_recv, std::move(recv_counts), type, kind);
+  if (stage_recv) {
+    const kernels::Stream& stream = staging_stream(recv);
+    kernels::copy_bytes(recv, host_recv, recv_bytes, stream);
+    stream.synchronize();
+  }
+}
+
+void MpiCommunicator::staged_broadcast(void* buffer, std::size_t count, DataType type, int root,
+                                       TrafficKind kind) {
+  check_root(root, rank_, size_);
+  to_mpi_count(count, "broadcast", rank_);
+  const std::size_t bytes = count * size_of(type);
+  unsigned char* host = staging_.reserve_discard(bytes);
+  const kernels::Stream& stream = staging_stream(buffer);
+  if (rank_ == root) {
+    kernels::copy_bytes(host, buffer, bytes, stream);
+    stream.synchronize();
+  }
+  MpiCommunicator::broadcast(host, count, type, root, kind);
+  if (rank_ != root) {
+    kernels::copy_bytes(buffer, host, bytes, stream);
+    stream.synchronize();
+  }
 }
 
 }  // namespace gw

@@ -1,13 +1,16 @@
 // The MPI backend of Communicator: MPI collectives on a duplicated communicator whose errors are
 // returned (MPI_ERRORS_RETURN) and rethrown as CommError. float16 all-reduces use gradwire's own
-// MPI ops (Note [float16 all-reduce] in mpi_communicator.cc).
+// MPI ops (Note [float16 all-reduce] in mpi_communicator.cc). Buffers may be host or CUDA device
+// memory: device buffers are staged through pinned host memory (Note [Staging device buffers]).
 #pragma once
 
 #include <mpi.h>
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
+#include "kernels/stream.h"
 #include "plugin/comm/communicator.h"
 
 namespace gw {
@@ -74,12 +77,28 @@ class MpiCommunicator : public Communicator {
   MPI_Op mpi_op(DataType type, ReduceOp op) const;
   void resolve_wait(MpiWait requested);
 
+  // Note [Staging device buffers] (mpi_communicator.cc).
+  bool on_device(const void* p) const {
+    return cuda_usable_ && kernels::device_of(p) == Device::kCuda;
+  }
+  const kernels::Stream& staging_stream(const void* device_buffer);
+  void staged_allreduce(void* buffer, std::size_t count, DataType type, ReduceOp op,
+                        TrafficKind kind);
+  void staged_allgatherv(const void* send, std::size_t send_count, void* recv,
+                         std::vector<std::size_t> recv_counts, DataType type, TrafficKind kind);
+  void staged_broadcast(void* buffer, std::size_t count, DataType type, int root, TrafficKind kind);
+
   HalfOps half_ops_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;
   MpiWait wait_ = MpiWait::kBlock;
   std::string wait_reason_;
+  // Staging: whether a CUDA device is usable here at all (asked once), the pinned host memory
+  // and the stream the copies run on (made on first use, on the device buffers' device).
+  bool cuda_usable_ = false;
+  kernels::PinnedBuffer<unsigned char> staging_;
+  kernels::Stream staging_stream_ = kernels::Stream::host();
 };
 
 }  // namespace gw

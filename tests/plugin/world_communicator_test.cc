@@ -1,0 +1,176 @@
+// GRADWIRE_BACKEND and make_world_communicator under a real mpirun (1 and 2 ranks): what auto
+// picks and why, nccl refused with every reason it cannot work (the same error on every rank,
+// before any communicator exists), and ranks that ask for different backends. The expectations
+// that depend on the machine (a GPU or not, NCCL in the build or not) are written for each case.
+#include <gtest/gtest.h>
+
+#include <mpi.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "kernels/device.h"
+#include "kernels/stream.h"
+#include "plugin/comm/mpi/mpi_runtime.h"
+#include "plugin/comm/nccl/make_nccl_communicator.h"
+#include "plugin/comm/world_communicator.h"
+#include "plugin/config/config.h"
+#include "plugin/config/params.h"
+
+namespace gw {
+namespace {
+
+config::Config with_backend(const std::string& value) {
+  config::Config config;
+  config.set(config::keys::kBackend, value);
+  return config;
+}
+
+int world_size() {
+  int n = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+
+// "no CUDA device on rank 0" / "on ranks 0, 1, ...", as the factory words it.
+std::string no_device_on_every_rank() {
+  const int n = world_size();
+  std::string text = n > 1 ? "no CUDA device on ranks " : "no CUDA device on rank ";
+  for (int r = 0; r < n; ++r) text += (r > 0 ? ", " : "") + std::to_string(r);
+  return text;
+}
+
+std::string without_nccl_prefix() {
+  return nccl_built() ? "" : "gradwire was built without NCCL; ";
+}
+
+constexpr const char* kHostReason =
+    "the buffers are in host memory (NCCL moves CUDA device memory only)";
+
+TEST(WorldBackend, ParsesItsValuesAndListsThemOtherwise) {
+  EXPECT_EQ(parse_backend("auto"), Backend::kAuto);
+  EXPECT_EQ(parse_backend("mpi"), Backend::kMpi);
+  EXPECT_EQ(parse_backend("nccl"), Backend::kNccl);
+  try {
+    parse_backend("gloo");
+    FAIL() << "gloo was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()), "backend 'gloo' is not one of: auto, mpi, nccl");
+  }
+  try {
+    with_backend("gloo");
+    FAIL() << "GRADWIRE_BACKEND=gloo was accepted";
+  } catch (const config::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("accepted: one of: auto, mpi, nccl"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(WorldBackend, AutoWithHostBuffersIsMpi) {
+  const BackendChoice choice = choose_world_backend(with_backend("auto"), Device::kHost);
+  EXPECT_EQ(choice.backend, Backend::kMpi);
+  EXPECT_EQ(choice.cuda_device, -1);
+  if (!kernels::cuda_device_available()) {
+    EXPECT_EQ(choice.reason, "auto: mpi, as " + without_nccl_prefix() + kHostReason + "; " +
+                                 no_device_on_every_rank());
+  } else {
+    EXPECT_NE(choice.reason.find(kHostReason), std::string::npos) << choice.reason;
+  }
+  // And the communicator it makes is MPI's, working.
+  BackendChoice made;
+  const std::unique_ptr<Communicator> world =
+      make_world_communicator(with_backend("auto"), Device::kHost, -1, &made);
+  EXPECT_EQ(made.backend, Backend::kMpi);
+  EXPECT_NO_THROW(mpi_info(*world));
+  int one = 1;
+  world->allreduce(&one, 1, DataType::kInt32, ReduceOp::kSum, TrafficKind::kControl);
+  EXPECT_EQ(one, world->size());
+}
+
+TEST(WorldBackend, AutoWithoutADeviceIsMpiEvenForDeviceBuffers) {
+  if (kernels::cuda_device_available()) GTEST_SKIP() << "this machine has a CUDA device";
+  const BackendChoice choice = choose_world_backend(with_backend("auto"), Device::kCuda);
+  EXPECT_EQ(choice.backend, Backend::kMpi);
+  EXPECT_EQ(choice.reason, "auto: mpi, as " + without_nccl_prefix() + no_device_on_every_rank());
+}
+
+TEST(WorldBackend, MpiIsWhatItSays) {
+  const BackendChoice choice = choose_world_backend(with_backend("mpi"), Device::kCuda);
+  EXPECT_EQ(choice.backend, Backend::kMpi);
+  EXPECT_EQ(choice.reason, "GRADWIRE_BACKEND=mpi");
+}
+
+// Every rank throws the same ConfigError, before any communicator is made.
+TEST(WorldBackend, NcclWhereItCannotWorkSaysWhyOnEveryRank) {
+  try {
+    make_world_communicator(with_backend("nccl"), Device::kHost);
+    FAIL() << "nccl with host buffers was accepted";
+  } catch (const config::ConfigError& e) {
+    EXPECT_TRUE(e.thrown_on_every_rank());
+    EXPECT_TRUE(e.same_on_every_rank());
+    const std::string reasons =
+        without_nccl_prefix() + kHostReason +
+        (kernels::cuda_device_available() ? "" : "; " + no_device_on_every_rank());
+    if (!kernels::cuda_device_available() || world_size() == 1) {
+      EXPECT_EQ(std::string(e.what()),
+                "GRADWIRE_BACKEND=nccl cannot work here: " + reasons +
+                    ". Use GRADWIRE_BACKEND=mpi (it carries device buffers too, staged through "
+                    "host memory) or GRADWIRE_BACKEND=auto");
+    } else {
+      EXPECT_NE(std::string(e.what()).find(kHostReason), std::string::npos) << e.what();
+    }
+  }
+  if (!kernels::cuda_device_available()) {
+    try {
+      choose_world_backend(with_backend("nccl"), Device::kCuda);
+      FAIL() << "nccl without a CUDA device was accepted";
+    } catch (const config::ConfigError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "GRADWIRE_BACKEND=nccl cannot work here: " + without_nccl_prefix() +
+                    no_device_on_every_rank() +
+                    ". Use GRADWIRE_BACKEND=mpi (it carries device buffers too, staged through "
+                    "host memory) or GRADWIRE_BACKEND=auto");
+    }
+  }
+}
+
+// The NCCL entry point refuses what it cannot use before any NCCL call: in a build without NCCL,
+// everything; in one with it, a host stream.
+TEST(WorldBackend, NcclEntryPointSaysWhatIsMissing) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  try {
+    make_nccl_communicator(MPI_COMM_WORLD, kernels::Stream::host());
+    FAIL() << "an NCCL communicator on the host was made";
+  } catch (const CommError& e) {
+    if (nccl_built()) {
+      EXPECT_EQ(std::string(e.what()),
+                "NcclCommunicator on rank " + std::to_string(rank) +
+                    ": needs a CUDA stream (NCCL runs its collectives on a device), got the host");
+    } else {
+      EXPECT_EQ(std::string(e.what()),
+                "the NCCL backend is unavailable: gradwire was built without NCCL (it needs CUDA "
+                "and NCCL at configure time); use the MPI backend (GRADWIRE_BACKEND=mpi), which "
+                "also carries CUDA device buffers, staged through host memory");
+    }
+  }
+}
+
+TEST(WorldBackend, RanksAskingForDifferentBackendsFailTogether) {
+  if (world_size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  try {
+    choose_world_backend(with_backend(rank == 1 ? "mpi" : "auto"), Device::kHost);
+    FAIL() << "different backends were accepted";
+  } catch (const config::ConfigError& e) {
+    EXPECT_TRUE(e.same_on_every_rank());
+    EXPECT_EQ(std::string(e.what()),
+              "GRADWIRE_BACKEND differs across ranks (rank 0 'auto', rank 1 'mpi'): every rank "
+              "must use the same backend. Set the same value on every rank (accepted: auto, mpi, "
+              "nccl)");
+  }
+}
+
+}  // namespace
+}  // namespace gw
