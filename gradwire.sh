@@ -457,10 +457,19 @@ print("; ".join("%s (compute capability %s)" % (x["name"], x["compute_capability
   local config=() arch
   # The dependencies: a staged kit unpacked here, a prefix unpacked before, or the system's.
   if [ -n "$kit" ]; then
+    # Unpacked again only when the kit changed: fresh copies of the same headers would make the
+    # build tree compile everything again.
+    local stamp
     prefix=${GPU_DEPS_DIR:-$ROOT/build-gpu-deps}
-    log "gpu-check: unpacking the offline kit $kit into $prefix"
-    rm -rf "$prefix"
-    bash "$unpack" "$kit" "$prefix"
+    stamp=$(cd "$kit" && ls -l debs wheels | awk '{ print $5, $9 }'; cksum < "$unpack")
+    if [ -f "$prefix/env.sh" ] && [ "$(cat "$prefix/.gpu-check-kit" 2>/dev/null)" = "$stamp" ]; then
+      log "gpu-check: the offline kit $kit is already unpacked in $prefix"
+    else
+      log "gpu-check: unpacking the offline kit $kit into $prefix"
+      rm -rf "$prefix"
+      bash "$unpack" "$kit" "$prefix"
+      printf '%s\n' "$stamp" > "$prefix/.gpu-check-kit"
+    fi
     GPU_DEPS="offline kit $kit, unpacked into $prefix"
   elif [ -n "$prefix" ]; then
     GPU_DEPS="unpacked offline kit $prefix"
