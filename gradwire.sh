@@ -306,7 +306,7 @@ GPU_CHECK_FLAGS="--kit DIR, --prefix DIR, --report PATH"
 # gpu_detect: 0 when the CUDA driver finds a usable device, else 1 with the reasons in GPU_WHY.
 # GPU_PROBE holds the probe's JSON (empty without python3).
 gpu_detect() {
-  local smi smi_rc=0 probe_rc=0 why=()
+  local smi smi_rc=0 probe probe_rc=0 why=()
   GPU_PROBE=""
   GPU_WHY=""
   if command -v nvidia-smi >/dev/null 2>&1; then
@@ -320,14 +320,15 @@ gpu_detect() {
     why+=("nvidia-smi: not installed")
   fi
   if command -v python3 >/dev/null 2>&1; then
-    GPU_PROBE=$(timeout 120 python3 "$ROOT/tools/gpu_probe.py" 2>&1) || probe_rc=$?
+    # Its JSON is its last line (a warning on stderr may come before it).
+    probe=$(timeout 120 python3 "$ROOT/tools/gpu_probe.py" 2>&1) || probe_rc=$?
+    GPU_PROBE=$(printf '%s\n' "$probe" | tail -n 1)
     [ "$probe_rc" = 0 ] && return 0
     if [ "$probe_rc" = 3 ]; then
       why+=("CUDA driver: $(python3 -c 'import json, sys; print(json.load(sys.stdin)["reason"])' \
         <<<"$GPU_PROBE" 2>/dev/null || printf '%s' "$GPU_PROBE")")
     else
-      why+=("the CUDA driver probe tools/gpu_probe.py failed, exit $probe_rc: $(printf '%s\n' \
-        "$GPU_PROBE" | tail -n 1)")
+      why+=("the CUDA driver probe tools/gpu_probe.py failed, exit $probe_rc: $GPU_PROBE")
     fi
     GPU_PROBE=""
   else
@@ -381,8 +382,10 @@ gpu_facts() {
   else
     commit=${GRADWIRE_COMMIT:-unknown (not a git checkout, and GRADWIRE_COMMIT is not set)}
   fi
-  command -v nvidia-smi >/dev/null 2>&1 &&
-    smi=$(timeout 60 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null)
+  if command -v nvidia-smi >/dev/null 2>&1; then
+    smi=$(timeout 60 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null) ||
+      smi=""
+  fi
   nvcc_version=$("$GPU_NVCC" --version 2>/dev/null | grep -o 'V[0-9][0-9.]*' | tail -n 1 || true)
   GW_COMMIT=$commit GW_SMI=$smi GW_NVCC=${nvcc_version#V} GW_PROBE=$GPU_PROBE GW_DEPS=$GPU_DEPS \
     GW_BUILD=$GPU_BUILD_DIR python3 - "$1" <<'PY'
@@ -405,13 +408,13 @@ cmd_gpu_check() {
   local kit="" prefix="" report="" unpack="" u
   while [ $# -gt 0 ]; do
     case "$1" in
+      --kit=*|--prefix=*|--report=*) set -- "${1%%=*}" "${1#*=}" "${@:2}" ;;
+    esac
+    case "$1" in
       --kit|--prefix|--report)
         [ $# -ge 2 ] && [ -n "$2" ] || die "gpu-check: $1 needs a value; accepted: $GPU_CHECK_FLAGS"
         case "$1" in --kit) kit=$2 ;; --prefix) prefix=$2 ;; --report) report=$2 ;; esac
         shift 2 ;;
-      --kit=*) kit=${1#--kit=}; shift ;;
-      --prefix=*) prefix=${1#--prefix=}; shift ;;
-      --report=*) report=${1#--report=}; shift ;;
       *) die "gpu-check: unknown option '$1'; accepted: $GPU_CHECK_FLAGS" ;;
     esac
   done
@@ -447,6 +450,8 @@ cmd_gpu_check() {
       "gpu-check: no usable CUDA GPU on this machine ($GPU_WHY); nothing was tested" >&2
     exit "$GPU_CHECK_NO_GPU"
   fi
+  command -v python3 >/dev/null 2>&1 || { log "gpu-check: a GPU is here, but no python3, which" \
+    "writes the report (tools/gpu_report.py); nothing was tested"; exit 1; }
   log "gpu-check: $(python3 -c 'import json, sys; d = json.load(sys.stdin)
 print("; ".join("%s (compute capability %s)" % (x["name"], x["compute_capability"])
                 for x in d["devices"] if x["usable"]))' <<<"$GPU_PROBE" 2>/dev/null ||

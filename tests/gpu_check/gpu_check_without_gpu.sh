@@ -60,6 +60,8 @@ PATH=$scratch/fails:$PATH CUDA_VISIBLE_DEVICES=-1 run_check "nvidia-smi fails" 3
 accepted='accepted: --kit DIR, --prefix DIR, --report PATH'
 run_check "unknown option" 2 "gpu-check: unknown option '--bogus'; $accepted" -- --bogus
 run_check "option without its value" 2 "gpu-check: --kit needs a value; $accepted" -- --kit
+run_check "option with an empty value" 2 "gpu-check: --report needs a value; $accepted" -- \
+  --report=
 run_check "--kit and --prefix" 2 "--kit and --prefix exclude each other" -- \
   --kit "$scratch" --prefix "$scratch"
 run_check "--kit not a folder" 2 "--kit '$scratch/none' is not a folder" -- --kit "$scratch/none"
