@@ -132,10 +132,12 @@ def headline(report):
 
 
 def markdown(doc):
-    lines = [f"# gpu-check {doc['date']}: {doc['gpu']}", "",
-             f"Verdict: **{doc['verdict']}**. Commit {doc['commit']}; driver "
-             f"{doc['driver_version']}, CUDA {doc['cuda_driver_version']} (driver) / "
-             f"{doc['cuda_toolkit']} (toolkit); dependencies: {doc['dependencies']}.", ""]
+    def get(key):
+        return doc[key] if doc[key] is not None else "unknown"
+    lines = [f"# gpu-check {get('date')}: {get('gpu')}", "",
+             f"Verdict: **{doc['verdict']}**. Commit {get('commit')}; driver "
+             f"{get('driver_version')}, CUDA {get('cuda_driver_version')} (driver) / "
+             f"{get('cuda_toolkit')} (toolkit); dependencies: {get('dependencies')}.", ""]
     for reason in doc["reasons"]:
         lines.append(f"- {reason}")
     if doc["reasons"]:
