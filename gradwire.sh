@@ -373,21 +373,30 @@ gpu_bench() {
     "$report" "$*" "$report" >> "$GPU_OUT/benches.tsv"
 }
 
-# gpu_facts FILE: what the report says about the machine and the tree (tools/gpu_report.py).
-gpu_facts() {
-  local commit smi="" nvcc_version=""
+# gpu_commit: the commit being tested, read before the build (GRADWIRE_COMMIT where the tree is not
+# a git checkout, as on a lent machine).
+gpu_commit() {
+  local commit
   if commit=$(git -C "$ROOT" rev-parse HEAD 2>/dev/null); then
     [ -z "$(git -C "$ROOT" status --porcelain --untracked-files=no 2>/dev/null)" ] ||
       commit="$commit+uncommitted changes"
+    printf '%s\n' "$commit"
   else
-    commit=${GRADWIRE_COMMIT:-unknown (not a git checkout, and GRADWIRE_COMMIT is not set)}
+    printf '%s\n' "${GRADWIRE_COMMIT:-unknown (not a git checkout, and GRADWIRE_COMMIT is not set)}"
   fi
+}
+
+# gpu_facts FILE: what the report says about the machine and the tree (tools/gpu_report.py).
+gpu_facts() {
+  local smi="" nvcc_version
   if command -v nvidia-smi >/dev/null 2>&1; then
     smi=$(timeout 60 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null) ||
       smi=""
   fi
-  nvcc_version=$("$GPU_NVCC" --version 2>/dev/null | grep -o 'V[0-9][0-9.]*' | tail -n 1 || true)
-  GW_COMMIT=$commit GW_SMI=$smi GW_NVCC=${nvcc_version#V} GW_PROBE=$GPU_PROBE GW_DEPS=$GPU_DEPS \
+  # The toolkit the build used, as CMake found it.
+  nvcc_version=$(sed -n 's/^set(CMAKE_CUDA_COMPILER_VERSION "\(.*\)")$/\1/p' \
+    "$GPU_BUILD_DIR"/CMakeFiles/*/CMakeCUDACompiler.cmake 2>/dev/null | tail -n 1 || true)
+  GW_COMMIT=$GPU_COMMIT GW_SMI=$smi GW_NVCC=$nvcc_version GW_PROBE=$GPU_PROBE GW_DEPS=$GPU_DEPS \
     GW_BUILD=$GPU_BUILD_DIR python3 - "$1" <<'PY'
 import datetime, json, os, socket, sys
 rows = [r.rsplit(",", 1) for r in os.environ["GW_SMI"].splitlines() if "," in r]
@@ -457,6 +466,7 @@ print("; ".join("%s (compute capability %s)" % (x["name"], x["compute_capability
                 for x in d["devices"] if x["usable"]))' <<<"$GPU_PROBE" 2>/dev/null ||
     echo "a GPU (nvidia-smi lists one)")"
 
+  GPU_COMMIT=$(gpu_commit)
   GPU_BUILD_DIR=${BUILD_DIR_GPU:-$ROOT/build-gpu}
   GPU_OUT=$GPU_BUILD_DIR/gpu-check
   local config=() arch
@@ -506,8 +516,19 @@ print("; ".join("%s (compute capability %s)" % (x["name"], x["compute_capability
   arch=$(python3 -c 'import json, sys; d = json.load(sys.stdin)
 print(next(x["compute_capability"] for x in d["devices"] if x["usable"]).replace(".", ""))' \
     <<<"$GPU_PROBE" 2>/dev/null || echo native)
-  [ ! -f "$GPU_BUILD_DIR/CMakeCache.txt" ] && command -v ninja >/dev/null 2>&1 &&
+  # A tree configured against other dependencies keeps their paths in its cache: start it afresh.
+  local fresh=0
+  if [ -f "$GPU_BUILD_DIR/CMakeCache.txt" ] &&
+     [ "$(cat "$GPU_BUILD_DIR/gpu-check-deps" 2>/dev/null)" != "$GPU_DEPS" ]; then
+    log "gpu-check: $GPU_BUILD_DIR was configured against other dependencies: configuring afresh"
+    config+=(--fresh)
+    fresh=1
+  fi
+  # Ninja where there is one; a tree kept from before keeps its generator.
+  if { [ ! -f "$GPU_BUILD_DIR/CMakeCache.txt" ] || [ "$fresh" = 1 ]; } &&
+     command -v ninja >/dev/null 2>&1; then
     config+=(-G Ninja)
+  fi
   mkdir -p "$GPU_OUT"
   rm -f "$GPU_OUT"/junit.xml "$GPU_OUT"/benches.tsv
   touch "$GPU_OUT/benches.tsv"
@@ -517,10 +538,10 @@ print(next(x["compute_capability"] for x in d["devices"] if x["usable"]).replace
     -DCMAKE_CUDA_ARCHITECTURES="${CUDAARCHS:-$arch}" "${config[@]}" 2>&1 |
     tee "$GPU_OUT/configure.log" ||
     { log "gpu-check: configuring failed ($GPU_OUT/configure.log); nothing was tested"; exit 1; }
+  printf '%s\n' "$GPU_DEPS" > "$GPU_BUILD_DIR/gpu-check-deps"
   grep -q 'gradwire: CUDA 1' "$GPU_OUT/configure.log" || { log "gpu-check: CMake found no CUDA" \
     "compiler, so this build has no GPU code: put nvcc on PATH or set CUDACXX; nothing was" \
     "tested"; exit 1; }
-  GPU_NVCC=$(sed -n 's/^CMAKE_CUDA_COMPILER:[A-Z]*=//p' "$GPU_BUILD_DIR/CMakeCache.txt")
   log "gpu-check: build ($JOBS jobs)"
   cmake --build "$GPU_BUILD_DIR" -j "$JOBS" 2>&1 | tee "$GPU_OUT/build.log" ||
     { log "gpu-check: the build failed ($GPU_OUT/build.log); nothing was tested"; exit 1; }
