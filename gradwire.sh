@@ -358,7 +358,16 @@ gpu_bench() {
     printf '%s\tnot built\t-\t-\t-\t%s\n' "$name" "$*" >> "$GPU_OUT/benches.tsv"
     return
   fi
-  if ! "$exe" --help 2>&1 | grep -q -- '--device'; then
+  # Its --help says whether it has --device; a binary that cannot even print it is broken.
+  local help help_rc=0
+  help=$("$exe" --help 2>&1) || help_rc=$?
+  if [ "$help_rc" != 0 ]; then
+    printf '%s\n' "$help" > "$GPU_OUT/$name.log"
+    log "gpu-check: $name FAILED: $(basename "$exe") --help exits $help_rc ($GPU_OUT/$name.log)"
+    printf '%s\tfailed\t%s\t0\t-\t%s --help\n' "$name" "$help_rc" "$exe" >> "$GPU_OUT/benches.tsv"
+    return
+  fi
+  if ! grep -q -- '--device' <<<"$help"; then
     log "gpu-check: $name: $(basename "$exe") has no --device option: not available in this build"
     printf '%s\tnot available in this build\t-\t-\t-\t%s\n' "$name" "$*" >> "$GPU_OUT/benches.tsv"
     return
@@ -502,10 +511,13 @@ print("; ".join("%s (compute capability %s)" % (x["name"], x["compute_capability
     source "$prefix/env.sh"
     mapfile -t config < "$prefix/cmake-args"
   fi
-  # NCCL from PyTorch's nvidia-nccl wheel, where the system has none: its folder holds include/
-  # and lib/libnccl.so.2 (no unversioned libnccl.so for find_library to find by the name nccl).
-  local nccl
-  if nccl=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null) &&
+  # NCCL from PyTorch's nvidia-nccl wheel, where neither the system nor the toolkit has one: its
+  # folder holds include/ and lib/libnccl.so.2 (no unversioned libnccl.so for find_library to
+  # find by the name nccl).
+  local nccl cuda_root
+  cuda_root=$(dirname "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")
+  if [ ! -f /usr/include/nccl.h ] && [ ! -f "$cuda_root/include/nccl.h" ] &&
+     nccl=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null) &&
      [ -f "$nccl/include/nccl.h" ] && [ -f "$nccl/lib/libnccl.so.2" ]; then
     log "gpu-check: NCCL from the Python wheel in $nccl"
     config+=("-DGRADWIRE_NCCL_INCLUDE_DIR=$nccl/include"
