@@ -301,7 +301,7 @@ cmd_results() {
 # The test gpu_check_without_gpu (tests/gpu_check) runs the real command on every machine of the
 # suite, the GPU hidden where there is one, and fails if it passes or builds.
 GPU_CHECK_NO_GPU=3
-GPU_CHECK_FLAGS="--kit DIR, --prefix DIR, --report PATH"
+GPU_CHECK_FLAGS="--kit DIR, --prefix DIR, --report PATH, --help"
 
 # gpu_detect: 0 when the CUDA driver finds a usable device, else 1 with the reasons in GPU_WHY.
 # GPU_PROBE holds the probe's JSON (empty without python3).
@@ -429,6 +429,10 @@ cmd_gpu_check() {
       --kit=*|--prefix=*|--report=*) set -- "${1%%=*}" "${1#*=}" "${@:2}" ;;
     esac
     case "$1" in
+      -h|--help)
+        awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | sed 's/^# \{0,1\}//' |
+          sed -n '/^  gpu-check /,/(docs\/GPU.md)$/p'
+        exit 0 ;;
       --kit|--prefix|--report)
         [ $# -ge 2 ] && [ -n "$2" ] || die "gpu-check: $1 needs a value; accepted: $GPU_CHECK_FLAGS"
         case "$1" in --kit) kit=$2 ;; --prefix) prefix=$2 ;; --report) report=$2 ;; esac

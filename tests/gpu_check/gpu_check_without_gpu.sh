@@ -5,7 +5,8 @@
 #     nothing was tested", and no build tree, unpacked prefix or report made
 #   - an nvidia-smi that lists a GPU no CUDA program can use, and one that fails: still exit 3,
 #     the message quoting it (a GPU is usable when the CUDA driver says so, not nvidia-smi)
-#   - command-line mistakes: exit 2, naming the mistake and the accepted options, on any machine
+#   - command-line mistakes: exit 2, naming the mistake and the accepted options, on any machine;
+#     --help: exit 0 and the usage
 set -u
 root=$1
 scratch=$(mktemp -d)
@@ -57,7 +58,7 @@ PATH=$scratch/fails:$PATH CUDA_VISIBLE_DEVICES=-1 run_check "nvidia-smi fails" 3
   "nvidia-smi -L failed, exit 9: NVIDIA-SMI has failed" --
 
 # Command-line mistakes: exit 2 before anything else, on any machine.
-accepted='accepted: --kit DIR, --prefix DIR, --report PATH'
+accepted='accepted: --kit DIR, --prefix DIR, --report PATH, --help'
 run_check "unknown option" 2 "gpu-check: unknown option '--bogus'; $accepted" -- --bogus
 run_check "option without its value" 2 "gpu-check: --kit needs a value; $accepted" -- --kit
 run_check "option with an empty value" 2 "gpu-check: --report needs a value; $accepted" -- \
@@ -70,6 +71,9 @@ run_check "--kit not a staged kit" 2 "is not a staged kit: it lacks debs/\\*.deb
 run_check "--prefix not unpacked" 2 "--prefix '$scratch/lists' holds no env.sh and cmake-args" -- \
   --prefix "$scratch/lists"
 run_check "--report a folder" 2 "--report '$scratch' is a folder" -- --report "$scratch"
+
+run_check "--help" 0 "gpu-check \\[--kit DIR \\| --prefix DIR\\] \\[--report PATH\\]" \
+  "Without a usable GPU: exit 3" -- --help
 
 if [ "$failures" != 0 ]; then
   echo "FAIL: $failures check(s) failed"
