@@ -51,8 +51,8 @@ void DgcCompressor::encode(const BucketView& bucket, const ExchangePlan& plan, i
     float* u = momentum_.data(t.parameter);
     float* v = accumulator_.data(t.parameter);
     if (options_.clip_norm > 0.0) {
-      kernels::clip_by_norm(g, t.numel, options_.clip_norm / std::sqrt(static_cast<double>(world_size)),
-                            stream_);
+      kernels::clip_by_norm(
+          g, t.numel, options_.clip_norm / std::sqrt(static_cast<double>(world_size)), stream_);
     }
     kernels::momentum_accumulate(g, u, v, t.numel, m, nesterov, stream_);
     const std::size_t count = send_top_k(v, t.numel, plan.k[j], t.parameter, *out.sparse);

@@ -10,8 +10,9 @@
 // message whose length does not match its counts is a PayloadError that names the sending rank;
 // nothing is written out of bounds and nothing is half-applied. Messages live where the exchange
 // runs (host or device memory, Note [Compressors on a stream]): the receiver reads the count words
-// to the host and checks the pairs where they are (kernels::check_sparse_pairs). Values are not judged: a NaN or an infinity is a gradient
-// like any other, for the AMP overflow check to find (the top-k selector sends NaN on purpose).
+// to the host and checks the pairs where they are (kernels::check_sparse_pairs). Values are not
+// judged: a NaN or an infinity is a gradient like any other, for the AMP overflow check to find
+// (the top-k selector sends NaN on purpose).
 #pragma once
 
 #include <cstddef>

@@ -48,8 +48,7 @@ std::vector<std::vector<float>> StateArrays::all_to_host() const {
 
 void StateArrays::assign(const std::vector<std::vector<float>>& host) {
   for (std::size_t p = 0; p < arrays_.size(); ++p) {
-    kernels::copy_bytes(arrays_[p].data(), host[p].data(), host[p].size() * sizeof(float),
-                        stream_);
+    kernels::copy_bytes(arrays_[p].data(), host[p].data(), host[p].size() * sizeof(float), stream_);
   }
   stream_.synchronize();
 }

@@ -109,14 +109,14 @@ RawBuffer::RawBuffer(std::size_t bytes, MemoryKind kind, int cuda_device)
   if (bytes == 0) return;
   switch (kind) {
     case MemoryKind::kHost:
-      data_ = ::operator new(bytes, std::align_val_t{kHostAlignment});
+      data_ = ::operator new (bytes, std::align_val_t{kHostAlignment});
       break;
     case MemoryKind::kCuda:
       data_ = cuda::malloc_device(bytes, cuda_device);
       break;
     case MemoryKind::kPinnedHost:
       data_ = cuda_device_available() ? cuda::malloc_pinned(bytes)
-                                      : ::operator new(bytes, std::align_val_t{kHostAlignment});
+                                      : ::operator new (bytes, std::align_val_t{kHostAlignment});
       if (!cuda_device_available()) kind_ = MemoryKind::kHost;
       break;
   }
@@ -125,7 +125,10 @@ RawBuffer::RawBuffer(std::size_t bytes, MemoryKind kind, int cuda_device)
 RawBuffer::~RawBuffer() { release(); }
 
 RawBuffer::RawBuffer(RawBuffer&& other) noexcept
-    : data_(other.data_), bytes_(other.bytes_), kind_(other.kind_), cuda_device_(other.cuda_device_) {
+    : data_(other.data_),
+      bytes_(other.bytes_),
+      kind_(other.kind_),
+      cuda_device_(other.cuda_device_) {
   other.data_ = nullptr;
   other.bytes_ = 0;
 }
@@ -147,7 +150,7 @@ void RawBuffer::release() noexcept {
   if (!data_) return;
   switch (kind_) {
     case MemoryKind::kHost:
-      ::operator delete(data_, std::align_val_t{kHostAlignment});
+      ::operator delete (data_, std::align_val_t{kHostAlignment});
       break;
     case MemoryKind::kCuda:
       cuda::free_device(data_, cuda_device_);

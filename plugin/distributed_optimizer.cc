@@ -149,8 +149,9 @@ void DistributedOptimizer::launch_released(std::size_t count) {
     // A bucket's job failed while backward went on (Note [Engine threads]): report it here.
     if (!engine_->launch(b)) {
       wait_engine();  // throws the failure
-      throw std::logic_error("DistributedOptimizer: the engine refused a bucket but reported no "
-                             "failure");
+      throw std::logic_error(
+          "DistributedOptimizer: the engine refused a bucket but reported no "
+          "failure");
     }
   }
 }
@@ -249,8 +250,8 @@ void DistributedOptimizer::wait_engine() {
 
 void DistributedOptimizer::throw_if_failed() const {
   if (!failure_.empty()) {
-    throw std::runtime_error("DistributedOptimizer: unusable after an engine failure (" +
-                             failure_ + ")");
+    throw std::runtime_error("DistributedOptimizer: unusable after an engine failure (" + failure_ +
+                             ")");
   }
 }
 
@@ -293,8 +294,9 @@ void DistributedOptimizer::collect_gradients() {
     local_sgd_->count_gradient_exchange();
     g.exchanged = true;
     if (log_.enabled(LogLevel::kDebug)) {
-      const double ms = std::chrono::duration<double, std::milli>(
-                            std::chrono::steady_clock::now() - wait_begin).count();
+      const double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - wait_begin)
+              .count();
       log_.log(LogLevel::kDebug,
                "step %lld: %s exchange of %zu floats in %zu buckets; step() waited %.3f ms for "
                "them (%zu dense, %zu sparse tensors%s)",

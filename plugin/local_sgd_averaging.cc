@@ -6,9 +6,9 @@
 #include <stdexcept>
 
 #include "common/binary_stream.h"
-#include "kernels/update.h"
 #include "compressors/fp16_compressor.h"
 #include "compressors/none_compressor.h"
+#include "kernels/update.h"
 #include "plugin/config/params.h"
 
 namespace gw {

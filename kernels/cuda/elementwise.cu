@@ -106,9 +106,8 @@ template <typename Result, typename TransformOp, typename ReduceOp>
 Result transform_reduce(const float* x, std::size_t n, TransformOp transform, ReduceOp reduce,
                         Result init, cudaStream_t stream) {
   std::size_t temp_bytes = 0;
-  GW_CUDA_CHECK(cub::DeviceReduce::TransformReduce(nullptr, temp_bytes, x,
-                                                   static_cast<Result*>(nullptr), n, reduce,
-                                                   transform, init, stream));
+  GW_CUDA_CHECK(cub::DeviceReduce::TransformReduce(
+      nullptr, temp_bytes, x, static_cast<Result*>(nullptr), n, reduce, transform, init, stream));
   // One allocation: the result in the first slot, CUB's temporary storage after it (never null,
   // which CUB would take for a size query, and kept at CUB's 256-byte alignment).
   constexpr std::size_t kResultSlot = 256;
@@ -119,8 +118,8 @@ Result transform_reduce(const float* x, std::size_t n, TransformOp transform, Re
                                                    result_on_device, n, reduce, transform, init,
                                                    stream));
   Result result{};
-  GW_CUDA_CHECK(cudaMemcpyAsync(&result, result_on_device, sizeof(Result), cudaMemcpyDeviceToHost,
-                                stream));
+  GW_CUDA_CHECK(
+      cudaMemcpyAsync(&result, result_on_device, sizeof(Result), cudaMemcpyDeviceToHost, stream));
   GW_CUDA_CHECK(cudaStreamSynchronize(stream));
   return result;
 }
@@ -169,8 +168,8 @@ bool scale_and_check_finite(float* x, float alpha, std::size_t n, void* cuda_str
       x, n, ScaleOp{alpha}, NonFiniteBitOp{}, flags_on_device);
   GW_CUDA_CHECK_LAUNCH("launch of the scale-and-check kernel");
   unsigned int result = 0;
-  GW_CUDA_CHECK(cudaMemcpyAsync(&result, flags_on_device, sizeof result, cudaMemcpyDeviceToHost,
-                                stream));
+  GW_CUDA_CHECK(
+      cudaMemcpyAsync(&result, flags_on_device, sizeof result, cudaMemcpyDeviceToHost, stream));
   GW_CUDA_CHECK(cudaStreamSynchronize(stream));
   return (result & NonFiniteBitOp::kFlag) == 0;
 }

@@ -1,9 +1,10 @@
 // CUDA implementations of kernels/elementwise.h (internal: call the Device-taking API instead).
 //
 // Buffers are device memory of the stream's device; work is enqueued on `stream` (a cudaStream_t,
-// never the legacy default stream), and the functions that return a value synchronise it. Failures of CUDA calls throw std::runtime_error.
-// Plain C++ declarations: this header is included by host code built without nvcc, and in builds
-// without CUDA the definitions come from no_cuda.cc and throw.
+// never the legacy default stream), and the functions that return a value synchronise it. Failures
+// of CUDA calls throw std::runtime_error. Plain C++ declarations: this header is included by host
+// code built without nvcc, and in builds without CUDA the definitions come from no_cuda.cc and
+// throw.
 #pragma once
 
 #include <cstddef>

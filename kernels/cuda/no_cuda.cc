@@ -31,8 +31,12 @@ namespace {
 // the dispatch links.
 void scale(float*, float, std::size_t, void*) { throw_unavailable("scale"); }
 void axpy(float, const float*, float*, std::size_t, void*) { throw_unavailable("axpy"); }
-void cast_fp32_to_fp16(const float*, Half*, std::size_t, void*) { throw_unavailable("cast_fp32_to_fp16"); }
-void cast_fp16_to_fp32(const Half*, float*, std::size_t, void*) { throw_unavailable("cast_fp16_to_fp32"); }
+void cast_fp32_to_fp16(const float*, Half*, std::size_t, void*) {
+  throw_unavailable("cast_fp32_to_fp16");
+}
+void cast_fp16_to_fp32(const Half*, float*, std::size_t, void*) {
+  throw_unavailable("cast_fp16_to_fp32");
+}
 double sum_of_squares(const float*, std::size_t, void*) { throw_unavailable("sum_of_squares"); }
 bool all_finite(const float*, std::size_t, void*) { throw_unavailable("all_finite"); }
 bool scale_and_check_finite(float*, float, std::size_t, void*) {

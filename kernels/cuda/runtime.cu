@@ -90,8 +90,8 @@ bool event_query(void* event) {
 
 float event_elapsed_ms(void* start, void* end) {
   float ms = 0.0f;
-  GW_CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start),
-                                     static_cast<cudaEvent_t>(end)));
+  GW_CUDA_CHECK(
+      cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start), static_cast<cudaEvent_t>(end)));
   return ms;
 }
 

@@ -45,8 +45,8 @@ void Conv2d::forward(const Tensor& input, Tensor& output, bool training) {
   const std::size_t out_size = out_channels_ * cols;
   begin_forward(input);
   const float* x = input_view(input);
-  float* out = begin_result(
-      output, {batch_, out_channels_, geometry_.out_height(), geometry_.out_width()});
+  float* out =
+      begin_result(output, {batch_, out_channels_, geometry_.out_height(), geometry_.out_width()});
   // Training keeps every sample's column matrix for the weight gradient, in the op's dtype (an
   // fp16 op builds each in fp32 scratch, then stores it rounded, which is exact: its values are
   // the fp16 input's).
@@ -56,8 +56,7 @@ void Conv2d::forward(const Tensor& input, Tensor& output, bool training) {
   const float* w = op_value(0);
   const float* b = op_value(1);
   for (std::size_t n = 0; n < batch_; ++n) {
-    float* col = half_cache ? col_scratch_.data()
-                            : cols_.data() + (training ? n * rows * cols : 0);
+    float* col = half_cache ? col_scratch_.data() : cols_.data() + (training ? n * rows * cols : 0);
     im2col(geometry_, x + n * in_size, col);
     if (half_cache) {
       kernels::cast_fp32_to_fp16(col, cols_.half_data() + n * rows * cols, rows * cols,
@@ -113,8 +112,7 @@ void Conv2d::backward(const Tensor& grad_output, Tensor* grad_input) {
   finish_gradient(1);
   if (grad_input == nullptr) return;
   const std::size_t in_size = in_channels_ * geometry_.height * geometry_.width;
-  float* dx =
-      begin_result(*grad_input, {batch_, in_channels_, geometry_.height, geometry_.width});
+  float* dx = begin_result(*grad_input, {batch_, in_channels_, geometry_.height, geometry_.width});
   std::fill(dx, dx + batch_ * in_size, 0.0f);
   grad_cols_.resize({rows, cols});
   for (std::size_t n = 0; n < batch_; ++n) {

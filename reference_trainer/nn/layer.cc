@@ -66,7 +66,8 @@ amp::Precision Layer::begin_forward(const Tensor& input) {
       half_values_[i].resize(n);
       op_values_[i].resize(n);
       kernels::cast_fp32_to_fp16(master, half_values_[i].data(), n, kernels::Stream::host());
-      kernels::cast_fp16_to_fp32(half_values_[i].data(), op_values_[i].data(), n, kernels::Stream::host());
+      kernels::cast_fp16_to_fp32(half_values_[i].data(), op_values_[i].data(), n,
+                                 kernels::Stream::host());
     }
   }
   return precision_;

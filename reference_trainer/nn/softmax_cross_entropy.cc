@@ -24,7 +24,8 @@ void check_logits(const Tensor& logits, const char* who) {
 const float* logits_row(const Tensor& logits, std::size_t r, float* row) {
   const std::size_t classes = logits.dim(1);
   if (logits.dtype() == DType::kFloat32) return logits.data() + r * classes;
-  kernels::cast_fp16_to_fp32(logits.half_data() + r * classes, row, classes, kernels::Stream::host());
+  kernels::cast_fp16_to_fp32(logits.half_data() + r * classes, row, classes,
+                             kernels::Stream::host());
   return row;
 }
 

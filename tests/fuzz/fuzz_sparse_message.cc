@@ -10,8 +10,8 @@
 //   the messages    rank 0's words, rank 1's, ... (zeros where the input runs out)
 // Invariants, against a reference decoder written here for clarity (no speed):
 // - validation accepts exactly what the reference accepts: counts within k, lengths that match,
-//   every index in range and strictly increasing within its tensor; values are not judged (a NaN is a gradient
-//   the AMP check deals with);
+//   every index in range and strictly increasing within its tensor; values are not judged (a NaN is
+//   a gradient the AMP check deals with);
 // - a rejection is a PayloadError naming the first bad rank, and leaves the bucket untouched;
 // - after an acceptance, each sparse tensor holds the sum of every rank's pairs (bit for bit, in
 //   rank order, NaN where the reference has NaN) and each dense tensor is untouched.

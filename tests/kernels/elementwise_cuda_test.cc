@@ -1,5 +1,6 @@
 // The primitives on a CUDA stream against the CPU implementation, which kernels_cpu_test checks
-// against scalar references; and Stream, Event and Buffer on a device. Built whenever nvcc is found; skips when no CUDA device is usable.
+// against scalar references; and Stream, Event and Buffer on a device. Built whenever nvcc is
+// found; skips when no CUDA device is usable.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 

@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -61,13 +61,13 @@ class StreamSgd : public Optimizer {
 constexpr std::size_t kNumels[] = {20000, 3000, 7};
 constexpr int kSteps = 6;
 
-struct Run {
+struct TrainingRun {
   std::vector<std::vector<float>> params;  // after each step, flattened
   std::vector<std::string> state;          // the optimizer's saved state after the run
 };
 
 // kSteps steps of `s` with the parameters and gradients where `stream` works.
-Run train(const Settings& s, const kernels::Stream& stream) {
+TrainingRun train(const Settings& s, const kernels::Stream& stream) {
   auto comm = world();
   const int rank = comm->rank();
   std::vector<kernels::Buffer<float>> values;
@@ -83,7 +83,7 @@ Run train(const Settings& s, const kernels::Stream& stream) {
   DistributedOptimizerOptions options = settings(s);
   options.stream = stream;
   DistributedOptimizer opt(comm, std::make_unique<StreamSgd>(stream), specs, options);
-  Run run;
+  TrainingRun run;
   for (int step = 0; step < kSteps; ++step) {
     // Backward, last parameter first, each gradient ready as soon as it is written.
     std::mt19937 rng(static_cast<unsigned>(100 * step + rank));
@@ -125,8 +125,8 @@ class DeviceStep : public ::testing::TestWithParam<Settings> {
 };
 
 TEST_P(DeviceStep, EqualsTheHostRunBitForBit) {
-  const Run host = train(GetParam(), kernels::Stream::host());
-  const Run device = train(GetParam(), kernels::Stream::cuda());
+  const TrainingRun host = train(GetParam(), kernels::Stream::host());
+  const TrainingRun device = train(GetParam(), kernels::Stream::cuda());
   ASSERT_EQ(host.params.size(), device.params.size());
   for (std::size_t step = 0; step < host.params.size(); ++step) {
     EXPECT_TRUE(same_bits(host.params[step], device.params[step])) << "after step " << step;
