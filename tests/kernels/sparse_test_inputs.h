@@ -94,7 +94,8 @@ inline std::vector<float> make_values(Dist d, std::size_t n, std::uint32_t seed)
 // n = 16384 in blocks of 16 (the sample's unit): half of them hold large values 2^10 ..
 // 2^(10 + spread), so a sample of a few blocks can hold many more of them than v does. A narrow
 // spread makes the selector rescan; a very wide one (past the float range: inf) leaves it only the
-// exact fallback. With k = 8192 and sample_ratio 0.01. (As tests/kernels/topk_select_test.cc.)
+// exact fallback. With k = 8192 and sample_ratio 0.01 (tests/kernels/topk_select_test.cc and
+// thrust_omp_test.cc).
 inline std::vector<float> misleading_blocks(std::uint32_t seed, double spread) {
   const std::size_t n = 16384;
   std::mt19937 rng(seed);

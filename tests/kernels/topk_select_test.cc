@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/topk.h"
+#include "tests/kernels/sparse_test_inputs.h"
 
 namespace gw::kernels {
 namespace {
@@ -398,27 +399,8 @@ TEST(TopkSelect, FullCandidateBufferIsCutToTheTopK) {
   EXPECT_GT(overflows, 0) << "the candidate buffer never filled";
 }
 
-// Blocks of 16 (the sample's unit): half of them hold the large values (2^10 .. 2^(10 + spread)),
-// so a sample of a few blocks can hold many more of them than v does. `spread` is the range of log2
-// magnitudes among the large values: narrow, halving the threshold recovers all of them; very wide,
-// two halvings still leave too few, and only the exact fallback can answer.
-std::vector<float> misleading_blocks(std::uint32_t seed, double spread) {
-  const std::size_t n = 16384;
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> exponent(0.0, spread);
-  std::uniform_real_distribution<float> small(-1e-3f, 1e-3f);
-  std::vector<float> v(n);
-  std::vector<std::size_t> blocks(n / 16);
-  for (std::size_t b = 0; b < blocks.size(); ++b) blocks[b] = b;
-  std::shuffle(blocks.begin(), blocks.end(), rng);
-  for (std::size_t i = 0; i < n; ++i) v[i] = small(rng);
-  for (std::size_t b = 0; b < blocks.size() / 2; ++b) {
-    for (std::size_t j = 0; j < 16; ++j) {
-      v[blocks[b] * 16 + j] = static_cast<float>(std::exp2(10.0 + exponent(rng)));
-    }
-  }
-  return v;
-}
+// Blocks of 16 holding the large values: tests/kernels/sparse_test_inputs.h, misleading_blocks.
+using test_inputs::misleading_blocks;
 
 // Over many seeds, a misleading sample must occur for the given data; each result stays valid.
 void expect_path_taken(double spread, bool want_fallback) {
