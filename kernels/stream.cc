@@ -92,6 +92,13 @@ void Event::synchronize() const {
 
 bool Event::completed() const { return !(recorded_ && on_device_) || cuda::event_query(native_); }
 
+std::chrono::steady_clock::time_point Event::host_time() const {
+  if (!recorded_ || on_device_) {
+    throw std::logic_error("Event::host_time: the event must be recorded on the host");
+  }
+  return host_time_;
+}
+
 double Event::elapsed_ms_since(const Event& start) const {
   if (!recorded_ || !start.recorded_ || on_device_ != start.on_device_) {
     throw std::logic_error(

@@ -75,6 +75,11 @@ class Event {
   // asynchronous errors).
   bool completed() const;
   bool recorded() const { return recorded_; }
+  // Whether it was last recorded on a CUDA stream.
+  bool on_device() const { return recorded_ && on_device_; }
+  // The host clock's time when a host event was recorded. Throws std::logic_error for a device
+  // event (its time is the device's: elapsed_ms_since another device event) or one never recorded.
+  std::chrono::steady_clock::time_point host_time() const;
   // Milliseconds from `start` to this event; both recorded on the same kind of stream and
   // complete (a device event is waited for first). Throws std::logic_error otherwise.
   double elapsed_ms_since(const Event& start) const;

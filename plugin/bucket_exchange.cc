@@ -27,8 +27,8 @@ const compressors::ExchangePlan& BucketExchange::run(Communicator& comm,
   payload.sparse = &sparse_;
 
   compressor.encode(bucket, plan, n, payload);
+  if (times) times->encoded.record(stream);
   stream.synchronize();
-  if (times) times->encoded = std::chrono::steady_clock::now();
 
   if (payload.dense_count > 0) {
     const bool half = plan.dense_wire == DenseWire::kFloat16;
@@ -52,13 +52,13 @@ const compressors::ExchangePlan& BucketExchange::run(Communicator& comm,
     compressors::validate_sparse_messages(bucket, plan, received, words_per_rank_, segments_,
                                           stream);
   }
-  if (times) times->exchanged = std::chrono::steady_clock::now();
+  if (times) times->exchanged.record(stream);
   compressors::decode_dense(bucket, plan, payload, stream);
   if (!plan.sparse.empty()) {
     compressors::accumulate_sparse_messages(bucket, plan, received_.data(), segments_, stream);
   }
+  if (times) times->decoded.record(stream);
   stream.synchronize();
-  if (times) times->decoded = std::chrono::steady_clock::now();
   return plan;
 }
 

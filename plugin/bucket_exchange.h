@@ -2,7 +2,6 @@
 // allreduce (fp32 or fp16), sparse allgatherv, checked decode.
 #pragma once
 
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -13,9 +12,10 @@
 
 namespace gw {
 
-// When each phase of one run ended (the timeline's encode / exchange / decode spans).
+// Where each phase of one run ended (the timeline's encode / exchange / decode spans): events
+// recorded on the compressor's stream, so on a device they carry the device's times.
 struct ExchangeTimes {
-  std::chrono::steady_clock::time_point encoded, exchanged, decoded;
+  kernels::Event encoded, exchanged, decoded;
 };
 
 class BucketExchange {
@@ -26,7 +26,7 @@ class BucketExchange {
   // peer throws compressors::PayloadError naming it, on every rank, before the bucket is touched.
   // `kind` is what the counters charge the bucket's payload to: gradients, or parameters when local
   // SGD averages them through the same path. Returns the plan that ran (valid until the next
-  // call). `times`, when given, receives the end of each phase.
+  // call). `times`, when given, has an event recorded at the end of each phase.
   // The bucket and every payload live where the compressor's stream works
   // (Note [Compressors on a stream]); the communicator takes device buffers (MPI stages them,
   // NCCL runs on them). The

@@ -70,7 +70,8 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<CountingCommunicator>
   // on some ranks only: the ranks agree on it before going on (Note [Ending the job on an error]).
   const std::string& timeline_file = config_.get_string(config::keys::kTimeline);
   agree_on_startup_errors(*comm_, [&] {
-    if (!timeline_file.empty()) timeline_.open(timeline_file, comm_->rank(), plan_, params_);
+    if (!timeline_file.empty())
+      timeline_.open(timeline_file, comm_->rank(), plan_, params_, comm_stream_);
   });
 
   check_same_on_all_ranks(*comm_, config_.canonical() + params_.layout_canonical());
@@ -122,7 +123,7 @@ void DistributedOptimizer::gradient_ready(std::size_t i) {
 }
 
 void DistributedOptimizer::begin_gradients() {
-  timeline_.gradients_begin();
+  timeline_.gradients_begin(params_.stream());
   if (steps_ == measure_from_step_) {
     bytes_at_warmup_end_ = comm_->counters()[TrafficKind::kGradient].sent_bytes;
   }
@@ -144,7 +145,7 @@ void DistributedOptimizer::launch_released(std::size_t count) {
   if (count == 0 || facts_.gradients.job == Job::kNone) return;
   const std::size_t end = tracker_.released();
   for (std::size_t b = end - count; b < end; ++b) {
-    timeline_.released(b);
+    timeline_.released(b, params_.stream());
     bucket_ready_[b].record(params_.stream());
     // A bucket's job failed while backward went on (Note [Engine threads]): report it here.
     if (!engine_->launch(b)) {
@@ -176,18 +177,18 @@ void DistributedOptimizer::run_job(std::size_t b) {
   bucket_ready_[b].make_wait(comm_stream_);
   switch (job) {
     case Job::kExchange:
-      t.started = timeline_.now();
+      timeline_.mark(t.started, comm_stream_);
       exchange_bucket(b);
       t.exchange_ran = true;
-      if (amp_.checks_after_exchange(true)) check_bucket(b, t.exchange.decoded);
+      if (amp_.checks_after_exchange(true)) check_bucket(b);
       break;
     case Job::kCheck:
-      check_bucket(b, timeline_.now());
+      check_bucket(b);
       break;
     case Job::kAverageParameters:
-      t.average_begin = timeline_.now();
+      timeline_.mark(t.average_begin, comm_stream_);
       local_sgd_->average_bucket(b);
-      t.average_end = timeline_.now();
+      timeline_.mark(t.average_end, comm_stream_);
       t.average_ran = true;
       break;
     case Job::kNone:
@@ -195,11 +196,11 @@ void DistributedOptimizer::run_job(std::size_t b) {
   }
 }
 
-void DistributedOptimizer::check_bucket(std::size_t b, StepTimeline::TimePoint begin) {
+void DistributedOptimizer::check_bucket(std::size_t b) {
   StepTimeline::BucketTimes& t = timeline_.bucket(b);
-  t.check_begin = begin;
+  timeline_.mark(t.check_begin, comm_stream_);
   if (!amp_.unscale_and_check(buckets_[b], comm_stream_)) facts_.gradients.job_overflow = true;
-  t.check_end = timeline_.now();
+  timeline_.mark(t.check_end, comm_stream_);
   t.check_ran = true;
 }
 

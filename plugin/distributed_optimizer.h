@@ -99,7 +99,8 @@ struct CompressionStats {
 // the device buffers (NCCL, or MPI staging them through pinned memory). step() waits for the
 // buckets as on the host: each job has synchronised the communication stream before it ended, so
 // the inner optimizer (the program's, which must work on device memory) sees final gradients.
-// Timeline times are host times around those synchronised phases.
+// The timeline's bucket phases are events on those streams, so they show when the device ran
+// each phase (Note [Device phases on the host clock]).
 
 class DistributedOptimizer {
  public:
@@ -230,7 +231,7 @@ class DistributedOptimizer {
   // sum over ranks times multiplier_[i].
   void exchange_bucket(std::size_t b);
   // The AMP unscale-and-check of bucket b, timed from `begin`.
-  void check_bucket(std::size_t b, StepTimeline::TimePoint begin);
+  void check_bucket(std::size_t b);
   // Waits for the engine; an engine failure becomes an exception naming rank, step and bucket.
   void wait_engine();
   void throw_if_failed() const;

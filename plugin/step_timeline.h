@@ -1,7 +1,8 @@
 // StepTimeline: the per-step record behind GRADWIRE_TIMELINE (Note [Timeline format]). The step
-// and the engine's jobs stamp when each bucket's phases begin and end; at the end of the step it
-// becomes spans on the program's track and on one track per bucket, flushed to the rank's file.
-// When the timeline is off, now() reads no clock and nothing is written.
+// and the engine's jobs record events where each bucket's phases begin and end, on the streams
+// the phases run on; at the end of the step they become spans on the program's track and on one
+// track per bucket, flushed to the rank's file. When the timeline is off, nothing is recorded,
+// now() reads no clock and nothing is written.
 #pragma once
 
 #include <cstddef>
@@ -11,23 +12,40 @@
 #include <vector>
 
 #include "fusion/bucket_plan.h"
+#include "kernels/stream.h"
 #include "plugin/bucket_exchange.h"
 #include "plugin/parameter_set.h"
 #include "plugin/timeline.h"
 
 namespace gw {
 
+// Note [Device phases on the host clock]
+// A bucket's phases are events on the streams they run on: its release on the program's stream
+// (where backward wrote it), the rest on the communication stream. On the host an event is the
+// host clock's time when it was recorded, so the spans are exactly what they were when the step
+// read the clock itself. On a device an event is the time the device reached it: when backward's
+// kernels for the bucket had finished, when the encode kernels had, and so on, which the host
+// cannot see (it only enqueues them). Device times have their own clock, so record_step() places
+// them on the host's: it records one more event (the anchor) on the communication stream, which
+// every job has drained, waits for it and reads the host clock; an event E then lies at
+// anchor_host - (anchor - E), the difference measured by the device (cudaEventElapsedTime, about
+// half a microsecond of resolution). Phases of one step are therefore exact relative to each
+// other; the step's device spans as a whole sit late on the host clock by the time the host takes
+// to see the anchor complete (microseconds). Taking a new anchor every step keeps each difference
+// short, so neither clock drift nor the float milliseconds CUDA reports accumulate over a run.
 class StepTimeline {
  public:
   using Clock = Timeline::Clock;
   using TimePoint = Clock::time_point;
 
-  // A bucket's phases in the current step. Written by the engine's job for the bucket, read by
+  // A bucket's phases in the current step, as events on the stream each phase ran on
+  // (Note [Device phases on the host clock]). Written by the engine's job for the bucket, read by
   // record_step() once the engine is idle.
   struct BucketTimes {
-    TimePoint released, started;  // first release; the exchange job's start
-    ExchangeTimes exchange;       // the exchange job's phases
-    TimePoint check_begin, check_end, average_begin, average_end;
+    kernels::Event released;  // on the program's stream: backward has written the bucket
+    kernels::Event started;   // on the communication stream: the exchange job starts
+    ExchangeTimes exchange;   // the exchange job's phases
+    kernels::Event check_begin, check_end, average_begin, average_end;
     bool exchange_ran = false, check_ran = false, average_ran = false;
   };
 
@@ -35,34 +53,49 @@ class StepTimeline {
   explicit StepTimeline(std::size_t buckets) : times_(buckets) {}
 
   // Creates the rank's file (Timeline::rank_path) with a track per bucket, named after its
-  // parameters and size. Throws std::runtime_error when the file cannot be written.
+  // parameters and size. `comm_stream` is where the buckets' jobs run: each step's device events
+  // are placed on the host clock through an event recorded there. Throws std::runtime_error when
+  // the file cannot be written.
   void open(const std::string& file, int rank, const fusion::BucketPlan& plan,
-            const ParameterSet& params);
+            const ParameterSet& params, const kernels::Stream& comm_stream);
 
   bool on() const { return file_ != nullptr; }
   std::string path() const { return file_ ? file_->path() : ""; }
+  // The host clock, for the program thread's own phases.
   TimePoint now() const { return on() ? Clock::now() : TimePoint(); }
+  // Records `event` on `stream` (nothing when off).
+  void mark(kernels::Event& event, const kernels::Stream& stream) const {
+    if (on()) event.record(stream);
+  }
 
   BucketTimes& bucket(std::size_t b) { return times_[b]; }
-  // Where the bucket exchange stamps its phases; null when off.
+  // Where the bucket exchange records its phases; null when off.
   ExchangeTimes* exchange_times(std::size_t b) { return on() ? &times_[b].exchange : nullptr; }
-  // The step's first gradient_ready (or step() without any).
-  void gradients_begin() { first_ready_ = now(); }
-  void released(std::size_t b) {
-    if (on()) times_[b].released = Clock::now();
+  // The step's first gradient_ready (or step() without any), on the program's stream.
+  void gradients_begin(const kernels::Stream& program) { mark(first_ready_, program); }
+  void released(std::size_t b, const kernels::Stream& program) {
+    mark(times_[b].released, program);
   }
 
   // Writes the step's events (step() waited for buckets from wait_begin to wait_end, then the
-  // inner optimizer ran, or was skipped on an overflow, until update_end) and flushes the file.
+  // inner optimizer ran, or was skipped on an overflow, until update_end: host times) and flushes
+  // the file. Waits for the communication stream first.
   void record_step(std::int64_t step, TimePoint wait_begin, TimePoint wait_end,
                    TimePoint update_end, bool skipped);
   // Where the next step's span begins: now.
   void restart() { previous_step_end_ = now(); }
 
  private:
+  // Where `event` lies on the host clock (Note [Device phases on the host clock]).
+  TimePoint at(const kernels::Event& event) const;
+
   std::unique_ptr<Timeline> file_;
+  kernels::Stream comm_stream_ = kernels::Stream::host();
   std::vector<BucketTimes> times_;
-  TimePoint first_ready_, previous_step_end_;
+  kernels::Event first_ready_;
+  kernels::Event anchor_;  // recorded on comm_stream_ at the end of each step
+  TimePoint anchor_host_;  // the host clock when anchor_ had completed
+  TimePoint previous_step_end_;
 };
 
 }  // namespace gw

@@ -2,9 +2,11 @@
 // asking for CUDA does in a build without CUDA.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gradwire/config.h"
@@ -60,12 +62,24 @@ TEST(Stream, HostBuffersCopiesAndEvents) {
   Event start, end;
   EXPECT_FALSE(start.recorded());
   EXPECT_THROW(end.elapsed_ms_since(start), std::logic_error);
+  EXPECT_THROW(start.host_time(), std::logic_error);
+  const auto before_start = std::chrono::steady_clock::now();
   start.record(host);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
   end.record(host);
+  const auto after_end = std::chrono::steady_clock::now();
   EXPECT_TRUE(end.recorded());
+  EXPECT_FALSE(end.on_device());
   end.make_wait(host);
   end.synchronize();
-  EXPECT_GE(end.elapsed_ms_since(start), 0.0);
+  // A host event keeps the host clock's time when it was recorded (the timeline maps device
+  // events onto that clock and takes host events as they are).
+  EXPECT_LE(before_start, start.host_time());
+  EXPECT_LE(end.host_time(), after_end);
+  const double ms = end.elapsed_ms_since(start);
+  EXPECT_GE(ms, 2.0);
+  const std::chrono::duration<double, std::milli> between = end.host_time() - start.host_time();
+  EXPECT_DOUBLE_EQ(ms, between.count());
 }
 
 #if !GRADWIRE_HAVE_CUDA

@@ -3,12 +3,18 @@
 // 2 ranks sharing one GPU (MPI staging the device buffers). The step runs the same code on both
 // (Note [Compressors on a stream]) and the primitives promise the host's arithmetic, so nothing
 // here needs a tolerance; dgc's and topk's residual state equal on both also says they selected
-// the same indices. Skips without a GPU (the binary then shows as skipped, not passed).
+// the same indices. And the timeline shows the device's times. Skips without a GPU (the binary
+// then shows as skipped, not passed).
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -150,6 +156,76 @@ INSTANTIATE_TEST_SUITE_P(
                       Settings{{kSync, "local_sgd"}, {kLocalSgdK, "2"}},
                       Settings{{kSync, "local_sgd"}, {kLocalSgdK, "2"}, {kCompressor, "fp16"}},
                       Settings{{kAmp, "1"}}, with(kSparse, {{kCompressor, "dgc"}, {kAmp, "1"}})));
+
+// Note [Device phases on the host clock]: the timeline's bucket phases are the device's times. A
+// bucket released behind a long queue of kernels on the program's stream waits for its gradients,
+// on the timeline, as long as the device took to run that queue; host clock readings around
+// gradient_ready would show only the microseconds it took to enqueue it.
+TEST(DeviceTimeline, BucketPhasesAreTheDevicesTimes) {
+  if (!kernels::cuda_device_available()) GTEST_SKIP() << "no CUDA device";
+  const kernels::Stream stream = kernels::Stream::cuda();
+  auto comm = world();
+  std::vector<kernels::Buffer<float>> values;
+  std::vector<ParameterSpec> specs;
+  for (std::size_t i = 0; i < std::size(kNumels); ++i) {
+    values.emplace_back(kNumels[i], stream);
+    kernels::fill_zero(values.back().data(), kNumels[i] * sizeof(float), stream);
+    specs.push_back({"p" + std::to_string(i), values.back().data(), kNumels[i]});
+  }
+  const std::string base = "/tmp/gw-device-timeline-" + std::to_string(::getpid()) + ".json";
+  DistributedOptimizerOptions options = settings(
+      {{config::keys::kFusionThresholdMb, "0.01"}, {config::keys::kTimeline, base.c_str()}});
+  options.stream = stream;
+  std::string path;
+  const std::size_t busy_numel = std::size_t{64} << 20;  // 256 MB, re-scaled 40 times
+  kernels::Buffer<float> busy(busy_numel, stream);
+  kernels::fill_zero(busy.data(), busy_numel * sizeof(float), stream);
+  std::vector<double> busy_ms;
+  std::size_t buckets = 0;
+  {
+    DistributedOptimizer opt(comm, std::make_unique<StreamSgd>(stream), specs, options);
+    path = opt.timeline_path();
+    buckets = opt.bucket_plan().size();
+    ASSERT_GE(buckets, 2u);
+    for (int step = 0; step < 3; ++step) {
+      for (std::size_t i = 0; i < std::size(kNumels); ++i) {
+        kernels::fill_zero(opt.gradient(i), kNumels[i] * sizeof(float), stream);
+      }
+      stream.synchronize();
+      // The first gradient is ready; the rest come after the queue, as from a long backward.
+      const std::size_t last = std::size(kNumels) - 1;
+      opt.gradient_ready(last);
+      kernels::Event busy_begin, busy_end;
+      busy_begin.record(stream);
+      for (int r = 0; r < 40; ++r) kernels::scale(busy.data(), 1.0f, busy_numel, stream);
+      busy_end.record(stream);
+      for (std::size_t i = last; i-- > 0;) opt.gradient_ready(i);
+      opt.step();
+      busy_ms.push_back(busy_end.elapsed_ms_since(busy_begin));
+    }
+  }
+  std::ifstream in(path);
+  ASSERT_TRUE(in.good()) << path;
+  const nlohmann::json events = nlohmann::json::parse(in);
+  for (int step = 0; step < 3; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    ASSERT_GT(busy_ms[step], 1.0);
+    // The bucket of parameter 0 is released last: the last track.
+    double waited_us = -1.0;
+    int encodes = 0;
+    for (const auto& e : events) {
+      if (e.at("ph") != "X" || e.at("args").at("step").get<int>() != step) continue;
+      EXPECT_GE(e.at("dur").get<double>(), 0.0) << e.dump();
+      if (e.at("name") == "encode") ++encodes;
+      if (e.at("name") == "wait for gradients" && e.at("tid").get<std::size_t>() == buckets) {
+        waited_us = e.at("dur").get<double>();
+      }
+    }
+    EXPECT_EQ(encodes, static_cast<int>(buckets));
+    EXPECT_GE(waited_us, 0.9 * 1000.0 * busy_ms[step]);
+  }
+  std::remove(path.c_str());
+}
 
 // A malformed sparse message found on the device: a repeated index and one out of range are
 // refused with the pair named, before anything is added.
