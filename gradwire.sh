@@ -515,19 +515,24 @@ print("; ".join("%s (compute capability %s)" % (x["name"], x["compute_capability
     source "$prefix/env.sh"
     mapfile -t config < "$prefix/cmake-args"
   fi
-  # NCCL from PyTorch's nvidia-nccl wheel, where neither the system nor the toolkit has one: its
-  # folder holds include/ and lib/libnccl.so.2 (no unversioned libnccl.so for find_library to
-  # find by the name nccl).
-  local nccl cuda_root
+  # NCCL and cuDNN (the trainer's GPU CNN) from PyTorch's nvidia-nccl and nvidia-cudnn wheels,
+  # where neither the system nor the toolkit has them: a wheel's folder holds include/ and a
+  # versioned lib/lib<name>.so.<major> only (nothing for find_library to find by the bare name).
+  # cuDNN loads its engine libraries (libcudnn_cnn.so.9, ...) from the library path at run time.
+  local cuda_root
   cuda_root=$(dirname "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")
-  if [ ! -f /usr/include/nccl.h ] && [ ! -f "$cuda_root/include/nccl.h" ] &&
-     nccl=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null) &&
-     [ -f "$nccl/include/nccl.h" ] && [ -f "$nccl/lib/libnccl.so.2" ]; then
-    log "gpu-check: NCCL from the Python wheel in $nccl"
-    config+=("-DGRADWIRE_NCCL_INCLUDE_DIR=$nccl/include"
-             "-DGRADWIRE_NCCL_LIBRARY=$nccl/lib/libnccl.so.2")
-    export LD_LIBRARY_PATH=$nccl/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  fi
+  from_wheel() {  # from_wheel <python module> <header> <library file> <CMake prefix> <what>
+    local dir
+    if [ ! -f "/usr/include/$2" ] && [ ! -f "$cuda_root/include/$2" ] &&
+       dir=$(python3 -c "import $1 as m; print(list(m.__path__)[0])" 2>/dev/null) &&
+       [ -f "$dir/include/$2" ] && [ -f "$dir/lib/$3" ]; then
+      log "gpu-check: $5 from the Python wheel in $dir"
+      config+=("-D$4_INCLUDE_DIR=$dir/include" "-D$4_LIBRARY=$dir/lib/$3")
+      export LD_LIBRARY_PATH=$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    fi
+  }
+  from_wheel nvidia.nccl nccl.h libnccl.so.2 GRADWIRE_NCCL NCCL
+  from_wheel nvidia.cudnn cudnn.h libcudnn.so.9 GRADWIRE_CUDNN cuDNN
   # SASS for this GPU (the default, 80 and 90, misses older parts), unless set by the caller.
   arch=$(python3 -c 'import json, sys; d = json.load(sys.stdin)
 print(next(x["compute_capability"] for x in d["devices"] if x["usable"]).replace(".", ""))' \

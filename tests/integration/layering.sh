@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A lower layer never includes a higher one; CUB and Thrust only in kernels/ (and there only from
-# .cu files and the templates of kernels/thrust/); nccl.h only in plugin/comm/nccl/; the pure
-# strategy layers never include MPI or NCCL.
+# .cu files and the templates of kernels/thrust/); nccl.h only in plugin/comm/nccl/; cuBLAS and
+# cuDNN only in reference_trainer/gpu/; the pure strategy layers never include MPI or NCCL.
 set -u
 root=$1; cd "$root" || exit 2
 fail=0
@@ -44,5 +44,6 @@ only_under() {  # only_under <home folder> <regex of includes> <what>
 }
 only_under kernels "cub/|thrust/" "CUB/Thrust"
 only_under plugin/comm/nccl "nccl\.h" "nccl.h"
+only_under reference_trainer/gpu "cublas|cudnn" "cuBLAS/cuDNN"
 [ $fail -eq 0 ] && echo "ok: layering holds"
 exit $fail
