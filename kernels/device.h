@@ -1,6 +1,7 @@
 // Where a buffer lives and so which implementation of a primitive runs on it.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 namespace gw {
@@ -24,6 +25,20 @@ int cuda_device_count();
 // whatever CUDA_VISIBLE_DEVICES made its ordinal in this process. Throws std::runtime_error for a
 // device that cannot be queried, and in a build without CUDA.
 std::string cuda_device_bus_id(int device);
+// The product name of CUDA device `device` ("NVIDIA H100 80GB HBM3"). Throws as
+// cuda_device_bus_id.
+std::string cuda_device_name(int device);
+
+// CUDA device memory held through kernels::RawBuffer (so every kernels::Buffer): now, and the most
+// held at once since the process started or since reset_cuda_memory_peak(); all devices together.
+// What the libraries allocate themselves (Thrust's temporaries, cuBLAS's and NCCL's own) is not
+// counted. Never throws; zero in a build without CUDA.
+struct CudaMemoryUse {
+  std::size_t held = 0;
+  std::size_t peak = 0;
+};
+CudaMemoryUse cuda_memory_use();
+void reset_cuda_memory_peak();
 
 }  // namespace kernels
 }  // namespace gw

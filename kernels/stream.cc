@@ -1,5 +1,6 @@
 #include "kernels/stream.h"
 
+#include <atomic>
 #include <cstring>
 #include <new>
 #include <stdexcept>
@@ -111,6 +112,30 @@ double Event::elapsed_ms_since(const Event& start) const {
   return cuda::event_elapsed_ms(start.native_, native_);
 }
 
+namespace {
+
+// Relaxed atomics suffice: the figures are statistics, read between steps.
+std::atomic<std::size_t> cuda_held{0};
+std::atomic<std::size_t> cuda_peak{0};
+
+void count_cuda_alloc(std::size_t bytes) {
+  const std::size_t now = cuda_held.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  std::size_t peak = cuda_peak.load(std::memory_order_relaxed);
+  while (now > peak && !cuda_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+}
+
+}  // namespace
+
+CudaMemoryUse cuda_memory_use() {
+  return CudaMemoryUse{cuda_held.load(std::memory_order_relaxed),
+                       cuda_peak.load(std::memory_order_relaxed)};
+}
+
+void reset_cuda_memory_peak() {
+  cuda_peak.store(cuda_held.load(std::memory_order_relaxed), std::memory_order_relaxed);
+}
+
 RawBuffer::RawBuffer(std::size_t bytes, MemoryKind kind, int cuda_device)
     : bytes_(bytes), kind_(kind), cuda_device_(cuda_device) {
   if (bytes == 0) return;
@@ -120,6 +145,7 @@ RawBuffer::RawBuffer(std::size_t bytes, MemoryKind kind, int cuda_device)
       break;
     case MemoryKind::kCuda:
       data_ = cuda::malloc_device(bytes, cuda_device);
+      count_cuda_alloc(bytes);
       break;
     case MemoryKind::kPinnedHost:
       data_ = cuda_device_available() ? cuda::malloc_pinned(bytes)
@@ -161,6 +187,7 @@ void RawBuffer::release() noexcept {
       break;
     case MemoryKind::kCuda:
       cuda::free_device(data_, cuda_device_);
+      cuda_held.fetch_sub(bytes_, std::memory_order_relaxed);
       break;
     case MemoryKind::kPinnedHost:
       cuda::free_pinned(data_);

@@ -126,4 +126,5 @@ int pointer_device_ordinal(const void*) noexcept { return -1; }
 }  // namespace cuda
 
 std::string cuda_device_bus_id(int) { cuda::throw_unavailable("cuda_device_bus_id"); }
+std::string cuda_device_name(int) { cuda::throw_unavailable("cuda_device_name"); }
 }  // namespace gw::kernels

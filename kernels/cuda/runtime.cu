@@ -159,4 +159,10 @@ std::string cuda_device_bus_id(int device) {
   return id;
 }
 
+std::string cuda_device_name(int device) {
+  cudaDeviceProp prop{};
+  GW_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  return prop.name;
+}
+
 }  // namespace gw::kernels

@@ -59,6 +59,10 @@ TEST(Stream, HostBuffersCopiesAndEvents) {
   EXPECT_EQ(b.size(), 0u);
   EXPECT_EQ(device_of(moved.data()), Device::kHost);
 
+  // Host memory is not device memory: the device figures do not move.
+  EXPECT_EQ(cuda_memory_use().held, 0u);
+  EXPECT_EQ(cuda_memory_use().peak, 0u);
+
   Event start, end;
   EXPECT_FALSE(start.recorded());
   EXPECT_THROW(end.elapsed_ms_since(start), std::logic_error);

@@ -213,6 +213,26 @@ TEST(CudaElementwise, EmptyBuffersMayBeNull) {
 
 // In a CUDA build on a machine without a usable device, asking for CUDA work fails as a checked
 // error, and nothing claims to be device memory.
+// The device memory figures the trainer reports: every Buffer on a CUDA stream counted while it
+// lives, the peak kept after it is freed.
+TEST(CudaMemory, BuffersAreCountedWhileTheyLive) {
+  if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device";
+  const Stream stream = Stream::cuda();
+  EXPECT_FALSE(cuda_device_name(stream.cuda_device()).empty());
+  reset_cuda_memory_peak();
+  const CudaMemoryUse before = cuda_memory_use();
+  EXPECT_EQ(before.peak, before.held);
+  {
+    Buffer<float> b(std::size_t{1} << 20, stream);
+    const CudaMemoryUse during = cuda_memory_use();
+    EXPECT_EQ(during.held, before.held + (std::size_t{4} << 20));
+    EXPECT_EQ(during.peak, during.held);
+  }
+  const CudaMemoryUse after = cuda_memory_use();
+  EXPECT_EQ(after.held, before.held);
+  EXPECT_EQ(after.peak, before.held + (std::size_t{4} << 20));
+}
+
 TEST(CudaElementwise, WithoutDeviceCallsThrowInsteadOfCrashing) {
   if (cuda_device_available()) GTEST_SKIP() << "a CUDA device is present";
   EXPECT_THROW(Stream::cuda(), std::runtime_error);
