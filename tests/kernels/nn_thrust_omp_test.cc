@@ -26,22 +26,9 @@ using test_inputs::dist_name;
 using test_inputs::kAllDists;
 using test_inputs::make_values;
 using test_util::same_bits;
+using test_util::same_bits_or_nan;
 
 const auto& omp = thrust::omp::par;
-
-// same_bits, except that a NaN matches any NaN: where two NaNs meet in an add (inf - inf beside a
-// NaN input), which one's sign comes out depends on the operand order the compiler picked for a
-// commutative add (a vectorised loop may swap them), and a GPU makes its own canonical NaN; C++
-// and CUDA promise neither (kernels/nn.h).
-::testing::AssertionResult same_values(const std::vector<float>& expected,
-                                       const std::vector<float>& actual) {
-  if (expected.size() != actual.size()) return same_bits(expected, actual);
-  std::vector<float> e = expected, a = actual;
-  for (std::size_t i = 0; i < e.size(); ++i) {
-    if (std::isnan(e[i]) && std::isnan(a[i])) e[i] = a[i];
-  }
-  return same_bits(e, a);
-}
 
 // Element counts: 0, 1, odd, around a vector width, and large enough for both OpenMP threads.
 const std::vector<std::size_t> kCounts = {0, 1, 7, 16, 63, 1000, 100'003};
@@ -103,11 +90,11 @@ TEST(NnThrustOmp, BiasMatchesCpuBitForBit) {
       std::vector<float> z = make_values(Dist::kNormal, n, 5), z2 = z;
       cpu::bias_add_rows(z.data(), bias.data(), s.rows, s.cols);
       thrust_algo::bias_add_rows(omp, z2.data(), bias.data(), s.rows, s.cols);
-      ASSERT_TRUE(same_values(z, z2));
+      ASSERT_TRUE(same_bits_or_nan(z, z2));
       std::vector<float> db(s.cols, 7.0f), db2(s.cols, -7.0f);
       cpu::bias_grad(dy.data(), s.rows, s.cols, db.data());
       thrust_algo::bias_grad(omp, dy.data(), s.rows, s.cols, db2.data());
-      ASSERT_TRUE(same_values(db, db2));
+      ASSERT_TRUE(same_bits_or_nan(db, db2));
     }
   }
 }
@@ -125,19 +112,19 @@ TEST(NnThrustOmp, SoftmaxCrossEntropyMatchesCpuBitForBit) {
                                            loss.data());
         thrust_algo::softmax_cross_entropy_forward(omp, z.data(), labels.data(), s.rows, s.cols,
                                                    p2.data(), loss2.data());
-        ASSERT_TRUE(same_values(p, p2));
-        ASSERT_TRUE(same_values(loss, loss2));
+        ASSERT_TRUE(same_bits_or_nan(p, p2));
+        ASSERT_TRUE(same_bits_or_nan(loss, loss2));
         const float grad_scale = 1.0f / static_cast<float>(s.rows == 0 ? 1 : s.rows);
         std::vector<float> g(n), g2(n);
         cpu::softmax_cross_entropy_backward(p.data(), labels.data(), s.rows, s.cols, grad_scale,
                                             g.data());
         thrust_algo::softmax_cross_entropy_backward(omp, p.data(), labels.data(), s.rows, s.cols,
                                                     grad_scale, g2.data());
-        ASSERT_TRUE(same_values(g, g2));
+        ASSERT_TRUE(same_bits_or_nan(g, g2));
         // In place, as the layer may call it.
         thrust_algo::softmax_cross_entropy_backward(omp, p2.data(), labels.data(), s.rows, s.cols,
                                                     grad_scale, p2.data());
-        ASSERT_TRUE(same_values(g, p2));
+        ASSERT_TRUE(same_bits_or_nan(g, p2));
       }
     }
   }
@@ -208,7 +195,7 @@ TEST(NnThrustOmp, MaxPoolMatchesCpuBitForBitAlsoOnTies) {
       cpu::max_pool2d_backward(dy.data(), arg.data(), q.planes, q.h, q.w, q.kernel, dx.data());
       thrust_algo::max_pool2d_backward(omp, dy.data(), arg.data(), q.planes, q.h, q.w, q.kernel,
                                        dx2.data());
-      ASSERT_TRUE(same_values(dx, dx2));
+      ASSERT_TRUE(same_bits_or_nan(dx, dx2));
     }
   }
 }
@@ -230,8 +217,8 @@ TEST(NnThrustOmp, SgdMatchesCpuBitForBit) {
             thrust_algo::sgd_update(omp, w2.data(), g.data(), mode == 0 ? nullptr : buf2.data(), n,
                                     c);
           }
-          ASSERT_TRUE(same_values(w, w2));
-          ASSERT_TRUE(same_values(buf, buf2));
+          ASSERT_TRUE(same_bits_or_nan(w, w2));
+          ASSERT_TRUE(same_bits_or_nan(buf, buf2));
         }
       }
     }
@@ -261,9 +248,9 @@ TEST(NnThrustOmp, AdamMatchesCpuBitForBit) {
           cpu::adam_update(w.data(), g.data(), m.data(), v.data(), n, c);
           thrust_algo::adam_update(omp, w2.data(), g.data(), m2.data(), v2.data(), n, c);
         }
-        ASSERT_TRUE(same_values(w, w2));
-        ASSERT_TRUE(same_values(m, m2));
-        ASSERT_TRUE(same_values(v, v2));
+        ASSERT_TRUE(same_bits_or_nan(w, w2));
+        ASSERT_TRUE(same_bits_or_nan(m, m2));
+        ASSERT_TRUE(same_bits_or_nan(v, v2));
       }
     }
   }
