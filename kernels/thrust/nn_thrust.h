@@ -16,7 +16,8 @@
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/transform.h>
 
-#include <cmath>
+#include <math.h>  // ::expf, ::logf: the names nvcc and glibc share
+
 #include <cstddef>
 #include <cstdint>
 
@@ -26,23 +27,11 @@
 
 namespace gw::kernels::thrust_algo {
 
-// exp and log under the same names on both sides: the host's are glibc's (the CPU loops' too), the
-// device's CUDA's, which may differ from glibc's in the last bit (kernels/nn.h).
-GW_HOST_DEVICE inline float exp_f(float x) {
-#if defined(__CUDA_ARCH__)
-  return expf(x);
-#else
-  return std::exp(x);
-#endif
-}
-
-GW_HOST_DEVICE inline float log_f(float x) {
-#if defined(__CUDA_ARCH__)
-  return logf(x);
-#else
-  return std::log(x);
-#endif
-}
+// exp and log: expf and logf, the same names on both sides. The host's are glibc's (std::exp and
+// std::log of a float in the CPU loops call them too); the device's are CUDA's, which may differ
+// from glibc's in the last bit (kernels/nn.h).
+GW_HOST_DEVICE inline float exp_f(float x) { return expf(x); }
+GW_HOST_DEVICE inline float log_f(float x) { return logf(x); }
 
 // The first largest of x[0, n) (std::max_element: a later value wins only when greater).
 GW_HOST_DEVICE inline std::size_t first_max(const float* x, std::size_t n) {
@@ -216,6 +205,8 @@ struct SgdPlainOp {
   }
 };
 
+// Momentum, and Nesterov's look-ahead when c.nesterov (the same for every element, so the branch
+// costs a GPU nothing; the CPU keeps two branch-free loops for its vectoriser).
 struct SgdMomentumOp {
   float* w;
   const float* g;
@@ -225,20 +216,8 @@ struct SgdMomentumOp {
     const float d = decayed_grad(g[i], c.grad_scale, c.weight_decay, w[i]);
     const float b = add_rn(mul_rn(c.momentum, buf[i]), d);
     buf[i] = b;
-    w[i] = sub_rn(w[i], mul_rn(c.lr, b));
-  }
-};
-
-struct SgdNesterovOp {
-  float* w;
-  const float* g;
-  float* buf;
-  SgdCoefficients c;
-  GW_HOST_DEVICE void operator()(std::size_t i) const {
-    const float d = decayed_grad(g[i], c.grad_scale, c.weight_decay, w[i]);
-    const float b = add_rn(mul_rn(c.momentum, buf[i]), d);
-    buf[i] = b;
-    w[i] = sub_rn(w[i], mul_rn(c.lr, add_rn(d, mul_rn(c.momentum, b))));
+    const float step = c.nesterov ? add_rn(d, mul_rn(c.momentum, b)) : b;
+    w[i] = sub_rn(w[i], mul_rn(c.lr, step));
   }
 };
 
@@ -385,8 +364,6 @@ void sgd_update(const Policy& policy, float* w, const float* g, float* momentum_
   const thrust::counting_iterator<std::size_t> first(0);
   if (momentum_buf == nullptr) {
     thrust::for_each(policy, first, first + n, SgdPlainOp{w, g, c});
-  } else if (c.nesterov) {
-    thrust::for_each(policy, first, first + n, SgdNesterovOp{w, g, momentum_buf, c});
   } else {
     thrust::for_each(policy, first, first + n, SgdMomentumOp{w, g, momentum_buf, c});
   }

@@ -15,7 +15,7 @@
 #include "kernels/device.h"
 #include "kernels/nn.h"
 #include "kernels/stream.h"
-#include "tests/kernels/device_copy.h"
+#include "tests/kernels/cuda_test_util.h"
 #include "tests/kernels/kernels_test_util.h"
 #include "tests/kernels/sparse_test_inputs.h"
 
@@ -26,23 +26,14 @@ using test_inputs::Dist;
 using test_inputs::dist_name;
 using test_inputs::kAllDists;
 using test_inputs::make_values;
+using test_inputs::random_labels;
 using test_util::DeviceCopy;
 using test_util::same_bits;
 using test_util::same_bits_or_nan;
 
-constexpr const char* kNoDevice = "no CUDA device: the CUDA kernels are built but cannot run here";
-
 const Stream kHost = Stream::host();
 
 const std::vector<std::size_t> kCounts = {0, 1, 7, 1000, 1'000'003};
-
-std::vector<std::uint8_t> random_labels(std::size_t n, std::size_t classes, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<std::size_t> label(0, classes - 1);
-  std::vector<std::uint8_t> labels(n);
-  for (auto& l : labels) l = static_cast<std::uint8_t>(label(rng));
-  return labels;
-}
 
 // Within a few float ulps (relative), NaN matching NaN: for what exp and log touch.
 ::testing::AssertionResult close(const std::vector<float>& expected,
@@ -58,15 +49,7 @@ std::vector<std::uint8_t> random_labels(std::size_t n, std::size_t classes, std:
   return ::testing::AssertionSuccess();
 }
 
-class CudaNnTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!cuda_device_available()) GTEST_SKIP() << kNoDevice;
-    stream_ = Stream::cuda();
-    stream_.make_current();
-  }
-  Stream stream_ = Stream::host();
-};
+class CudaNnTest : public test_util::CudaStreamTest {};
 
 TEST_F(CudaNnTest, ReluBiasAndGatherMatchCpuBitForBit) {
   for (std::size_t n : kCounts) {

@@ -25,6 +25,7 @@ using test_inputs::Dist;
 using test_inputs::dist_name;
 using test_inputs::kAllDists;
 using test_inputs::make_values;
+using test_inputs::random_labels;
 using test_util::same_bits;
 using test_util::same_bits_or_nan;
 
@@ -43,14 +44,6 @@ const std::vector<RowShape> kRowShapes = {{0, 10},  {1, 1},    {1, 10},    {7, 3
 
 std::string shape_name(RowShape s, Dist d) {
   return std::to_string(s.rows) + " x " + std::to_string(s.cols) + ", " + dist_name(d);
-}
-
-std::vector<std::uint8_t> random_labels(std::size_t n, std::size_t classes, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<std::size_t> label(0, classes - 1);
-  std::vector<std::uint8_t> labels(n);
-  for (auto& l : labels) l = static_cast<std::uint8_t>(label(rng));
-  return labels;
 }
 
 // make_values times `scale`: logits far apart, where exp underflows to 0 for all but the maximum.

@@ -13,7 +13,7 @@
 #include "kernels/stream.h"
 #include "kernels/topk.h"
 #include "kernels/update.h"
-#include "tests/kernels/device_copy.h"
+#include "tests/kernels/cuda_test_util.h"
 #include "tests/kernels/kernels_test_util.h"
 #include "tests/kernels/sparse_test_inputs.h"
 
@@ -26,19 +26,9 @@ using test_inputs::make_values;
 using test_util::DeviceCopy;
 using test_util::same_bits;
 
-constexpr const char* kNoDevice = "no CUDA device: the CUDA kernels are built but cannot run here";
-
 const Stream kHost = Stream::host();
 
-class CudaSparseTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!cuda_device_available()) GTEST_SKIP() << kNoDevice;
-    stream_ = Stream::cuda();
-    stream_.make_current();
-  }
-  Stream stream_ = Stream::host();
-};
+class CudaSparseTest : public test_util::CudaStreamTest {};
 
 TEST_F(CudaSparseTest, MomentumMatchesCpuBitForBit) {
   for (std::size_t n : test_inputs::kSizes) {
