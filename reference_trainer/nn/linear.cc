@@ -1,6 +1,5 @@
 #include "reference_trainer/nn/linear.h"
 
-#include <algorithm>
 #include <stdexcept>
 
 #include "kernels/nn.h"
