@@ -3,6 +3,7 @@
 #include <string>
 
 #include "kernels/cuda/elementwise_cuda.h"
+#include "kernels/cuda/nn_cuda.h"
 #include "kernels/cuda/runtime_cuda.h"
 #include "kernels/cuda/sparse_cuda.h"
 #include "kernels/cuda/topk_cuda.h"
@@ -94,6 +95,58 @@ void add_to_anchor(const float*, float*, float*, std::size_t, void*) {
 void scale_to(const float*, float, float*, std::size_t, void*) { throw_unavailable("scale_to"); }
 void scale_to_fp16(const float*, float, Half*, std::size_t, void*) {
   throw_unavailable("scale_to_fp16");
+}
+
+void relu_forward(const float*, float*, std::size_t, void*) { throw_unavailable("relu_forward"); }
+void relu_backward(const float*, const float*, float*, std::size_t, void*) {
+  throw_unavailable("relu_backward");
+}
+void broadcast_rows(const float*, std::size_t, std::size_t, float*, void*) {
+  throw_unavailable("broadcast_rows");
+}
+void bias_add_rows(float*, const float*, std::size_t, std::size_t, void*) {
+  throw_unavailable("bias_add_rows");
+}
+void bias_grad(const float*, std::size_t, std::size_t, float*, void*) {
+  throw_unavailable("bias_grad");
+}
+void softmax_cross_entropy_forward(const float*, const std::uint8_t*, std::size_t, std::size_t,
+                                   float*, float*, void*) {
+  throw_unavailable("softmax_cross_entropy_forward");
+}
+void softmax_cross_entropy_backward(const float*, const std::uint8_t*, std::size_t, std::size_t,
+                                    float, float*, void*) {
+  throw_unavailable("softmax_cross_entropy_backward");
+}
+std::size_t first_bad_label(const std::uint8_t*, std::size_t, std::size_t, void*) {
+  throw_unavailable("first_bad_label");
+}
+void argmax_rows(const float*, std::size_t, std::size_t, std::uint32_t*, void*) {
+  throw_unavailable("argmax_rows");
+}
+std::size_t count_correct(const float*, const std::uint8_t*, std::size_t, std::size_t, void*) {
+  throw_unavailable("count_correct");
+}
+void max_pool2d_forward(const float*, std::size_t, std::size_t, std::size_t, std::size_t, float*,
+                        std::uint32_t*, void*) {
+  throw_unavailable("max_pool2d_forward");
+}
+void max_pool2d_backward(const float*, const std::uint32_t*, std::size_t, std::size_t, std::size_t,
+                         std::size_t, float*, void*) {
+  throw_unavailable("max_pool2d_backward");
+}
+void sgd_update(float*, const float*, float*, std::size_t, const SgdCoefficients&, void*) {
+  throw_unavailable("sgd_update");
+}
+void adam_update(float*, const float*, float*, float*, std::size_t, const AdamCoefficients&,
+                 void*) {
+  throw_unavailable("adam_update");
+}
+void gather_rows(const float*, std::size_t, const std::uint64_t*, std::size_t, float*, void*) {
+  throw_unavailable("gather_rows");
+}
+void gather_bytes(const std::uint8_t*, const std::uint64_t*, std::size_t, std::uint8_t*, void*) {
+  throw_unavailable("gather_bytes");
 }
 
 std::size_t select_topk(const float*, std::size_t, std::size_t, double, std::uint64_t,

@@ -8,6 +8,7 @@
 // no FMA target, so a plain a * b + c there is two roundings too.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -36,6 +37,24 @@ GW_HOST_DEVICE inline float sub_rn(float a, float b) {
   return __fsub_rn(a, b);
 #else
   return a - b;
+#endif
+}
+
+// Division and square root, correctly rounded on both sides (nvcc's defaults are too, unless
+// -use_fast_math; the intrinsics say so whatever the flags).
+GW_HOST_DEVICE inline float div_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fdiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+
+GW_HOST_DEVICE inline float sqrt_rn(float x) {
+#if defined(__CUDA_ARCH__)
+  return __fsqrt_rn(x);
+#else
+  return std::sqrt(x);
 #endif
 }
 

@@ -1,8 +1,8 @@
 #include "reference_trainer/nn/linear.h"
 
-#include <algorithm>
 #include <stdexcept>
 
+#include "kernels/nn.h"
 #include "reference_trainer/nn/gemm.h"
 
 namespace gw::trainer {
@@ -29,7 +29,7 @@ void Linear::forward(const Tensor& input, Tensor& output, bool training) {
   const float* w = op_value(0);
   const float* b = op_value(1);
   float* y = begin_result(output, {n, out_});
-  for (std::size_t r = 0; r < n; ++r) std::copy(b, b + out_, y + r * out_);
+  kernels::broadcast_rows(b, n, out_, y, kernels::Stream::host());
   gemm(false, true, n, out_, in_, 1.0f, x, in_, w, in_, 1.0f, y, out_);
   end_result(output);
   if (training) store(x, input.shape(), op_dtype(), input_);
@@ -48,12 +48,7 @@ void Linear::backward(const Tensor& grad_output, Tensor* grad_input) {
   // dW [out, in] = dy^T [out, N] * x [N, in]
   gemm(true, false, out_, in_, n, 1.0f, dy, out_, cache_view(input_), in_, 0.0f, grad(0), in_);
   // db = column sum of dy
-  float* db = grad(1);
-  std::fill(db, db + out_, 0.0f);
-  for (std::size_t r = 0; r < n; ++r) {
-    const float* row = dy + r * out_;
-    for (std::size_t j = 0; j < out_; ++j) db[j] += row[j];
-  }
+  kernels::bias_grad(dy, n, out_, grad(1), kernels::Stream::host());
   finish_gradient(0);
   finish_gradient(1);
   if (grad_input != nullptr) {

@@ -1,8 +1,9 @@
 #include "reference_trainer/nn/max_pool2d.h"
 
-#include <algorithm>
 #include <limits>
 #include <stdexcept>
+
+#include "kernels/nn.h"
 
 namespace gw::trainer {
 
@@ -29,24 +30,8 @@ void MaxPool2d::forward(const Tensor& input, Tensor& output, bool training) {
   const Shape out_shape{s[0], s[1], oh_n, ow_n};
   float* out = begin_result(output, out_shape);
   if (training) argmax_.resize(out_shape.numel());
-  for (std::size_t p = 0; p < planes; ++p) {
-    const float* x = in + p * h * w;
-    float* y = out + p * oh_n * ow_n;
-    for (std::size_t oh = 0; oh < oh_n; ++oh) {
-      for (std::size_t ow = 0; ow < ow_n; ++ow) {
-        std::size_t best = oh * kernel_ * w + ow * kernel_;
-        for (std::size_t i = 0; i < kernel_; ++i) {
-          for (std::size_t j = 0; j < kernel_; ++j) {
-            const std::size_t at = (oh * kernel_ + i) * w + ow * kernel_ + j;
-            if (x[at] > x[best]) best = at;
-          }
-        }
-        const std::size_t o = oh * ow_n + ow;
-        y[o] = x[best];
-        if (training) argmax_[p * oh_n * ow_n + o] = static_cast<std::uint32_t>(best);
-      }
-    }
-  }
+  kernels::max_pool2d_forward(in, planes, h, w, kernel_, out, training ? argmax_.data() : nullptr,
+                              kernels::Stream::host());
   end_result(output);
   input_shape_ = s;
   output_shape_ = out_shape;
@@ -62,12 +47,9 @@ void MaxPool2d::backward(const Tensor& grad_output, Tensor* grad_input) {
   if (grad_input == nullptr) return;
   const float* dy = grad_view(grad_output);
   float* dx = begin_result(*grad_input, input_shape_);
-  std::fill(dx, dx + input_shape_.numel(), 0.0f);
-  const std::size_t plane_in = input_shape_[2] * input_shape_[3];
-  const std::size_t plane_out = output_shape_[2] * output_shape_[3];
-  for (std::size_t o = 0; o < grad_output.numel(); ++o) {
-    dx[(o / plane_out) * plane_in + argmax_[o]] += dy[o];
-  }
+  kernels::max_pool2d_backward(dy, argmax_.data(), input_shape_[0] * input_shape_[1],
+                               input_shape_[2], input_shape_[3], kernel_, dx,
+                               kernels::Stream::host());
   end_result(*grad_input);
 }
 

@@ -1,7 +1,8 @@
 #include "reference_trainer/nn/relu.h"
 
-#include <algorithm>
 #include <stdexcept>
+
+#include "kernels/nn.h"
 
 namespace gw::trainer {
 
@@ -10,7 +11,7 @@ void ReLU::forward(const Tensor& input, Tensor& output, bool training) {
   const float* x = input_view(input);
   float* y = begin_result(output, input.shape());
   const std::size_t n = input.numel();
-  for (std::size_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+  kernels::relu_forward(x, y, n, kernels::Stream::host());
   end_result(output);
   if (training) store(x, input.shape(), op_dtype(), input_);
   has_input_ = training;
@@ -27,7 +28,7 @@ void ReLU::backward(const Tensor& grad_output, Tensor* grad_input) {
   const float* dy = grad_view(grad_output);
   float* dx = begin_result(*grad_input, input_.shape());
   const std::size_t n = input_.numel();
-  for (std::size_t i = 0; i < n; ++i) dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+  kernels::relu_backward(x, dy, dx, n, kernels::Stream::host());
   end_result(*grad_input);
 }
 

@@ -1,11 +1,11 @@
 #include "reference_trainer/nn/softmax_cross_entropy.h"
 
 #include <algorithm>
-#include <cmath>
 #include <stdexcept>
 #include <string>
 
 #include "kernels/elementwise.h"
+#include "kernels/nn.h"
 #include "reference_trainer/nn/precision.h"
 
 namespace gw::trainer {
@@ -56,29 +56,21 @@ float SoftmaxCrossEntropy::forward(const Tensor& logits_in, const std::uint8_t* 
   const Tensor& logits = logits_in;
   const std::size_t n = logits.dim(0);
   const std::size_t classes = logits.dim(1);
-  for (std::size_t r = 0; r < n; ++r) {
-    if (labels[r] >= classes) {
-      throw std::invalid_argument("SoftmaxCrossEntropy: label " + std::to_string(labels[r]) +
-                                  " of sample " + std::to_string(r) + " is not below " +
-                                  std::to_string(classes) + " classes");
-    }
+  const std::size_t bad = kernels::first_bad_label(labels, n, classes, kernels::Stream::host());
+  if (bad < n) {
+    throw std::invalid_argument("SoftmaxCrossEntropy: label " + std::to_string(labels[bad]) +
+                                " of sample " + std::to_string(bad) + " is not below " +
+                                std::to_string(classes) + " classes");
   }
   probs_.resize(logits.shape());
   labels_.assign(labels, labels + n);
+  sample_loss_.resize(n);
+  kernels::softmax_cross_entropy_forward(z_all, labels, n, classes, probs_.data(),
+                                         sample_loss_.data(), kernels::Stream::host());
+  // The batch's sum in double, in sample order (the per-sample losses rounded to binary16 first
+  // in an fp16 op).
   double sum = 0.0;
-  for (std::size_t r = 0; r < n; ++r) {
-    const float* z = z_all + r * classes;
-    float* p = probs_.data() + r * classes;
-    const float m = *std::max_element(z, z + classes);
-    float total = 0.0f;
-    for (std::size_t c = 0; c < classes; ++c) {
-      p[c] = std::exp(z[c] - m);
-      total += p[c];
-    }
-    const float inv = 1.0f / total;
-    for (std::size_t c = 0; c < classes; ++c) p[c] *= inv;
-    // -log softmax(z)_y = log(sum exp(z - m)) - (z_y - m)
-    const float sample_loss = std::log(total) - (z[labels[r]] - m);
+  for (const float sample_loss : sample_loss_) {
     sum += static_cast<double>(half ? round_to_half(sample_loss) : sample_loss);
   }
   if (half) round_through_half(probs_.data(), probs_.numel(), half_scratch_);
@@ -102,9 +94,8 @@ void SoftmaxCrossEntropy::backward(Tensor& grad_logits, float loss_scale) {
     grad_logits.resize(probs_.shape(), DType::kFloat32);
     g = grad_logits.data();
   }
-  const float* p = probs_.data();
-  for (std::size_t i = 0; i < probs_.numel(); ++i) g[i] = p[i] * scale;
-  for (std::size_t r = 0; r < n; ++r) g[r * classes + labels_[r]] -= scale;
+  kernels::softmax_cross_entropy_backward(probs_.data(), labels_.data(), n, classes, scale, g,
+                                          kernels::Stream::host());
   if (half) store(g, probs_.shape(), DType::kFloat16, grad_logits);
 }
 

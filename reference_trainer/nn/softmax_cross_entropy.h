@@ -51,6 +51,7 @@ class SoftmaxCrossEntropy {
   std::vector<Half> half_scratch_;
   Tensor probs_;  // fp32 (fp16-valued in an fp16 forward)
   std::vector<std::uint8_t> labels_;
+  std::vector<float> sample_loss_;  // the last forward()'s loss of each sample
   double loss_sum_ = 0.0;
 };
 

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "kernels/nn.h"
+
 namespace gw::trainer {
 namespace {
 
@@ -14,25 +16,6 @@ void check_beta(const char* name, double beta) {
   if (!(beta >= 0.0 && beta < 1.0)) {
     throw std::invalid_argument(std::string("Adam: ") + name + " must be in [0, 1), got " +
                                 std::to_string(beta));
-  }
-}
-
-struct Coefficients {
-  float beta1, one_minus_beta1, beta2, one_minus_beta2, wd, step_size, bias2_sqrt, eps;
-};
-
-// __restrict pointers and no branches, so that g++ vectorises the loop. std::sqrt may set errno, so
-// g++ vectorises it only with -fno-math-errno; without that flag the loop stays scalar.
-void adam_update(float* __restrict w, const float* __restrict g, float* __restrict m,
-                 float* __restrict v, std::size_t n, const Coefficients c, float gs) {
-  // gs is ParameterView::grad_scale: see Note [Who divides by the world size].
-  for (std::size_t i = 0; i < n; ++i) {
-    const float d = g[i] * gs + c.wd * w[i];
-    const float mi = c.beta1 * m[i] + c.one_minus_beta1 * d;
-    const float vi = c.beta2 * v[i] + c.one_minus_beta2 * (d * d);
-    m[i] = mi;
-    v[i] = vi;
-    w[i] -= c.step_size * (mi / (std::sqrt(vi) / c.bias2_sqrt + c.eps));
   }
 }
 
@@ -62,15 +45,21 @@ void Adam::step(const std::vector<gw::ParameterView>& params) {
   // Scalars in double, as PyTorch computes them, then rounded once to float.
   const double bias1 = 1.0 - std::pow(options_.beta1, t);
   const double bias2 = 1.0 - std::pow(options_.beta2, t);
-  const Coefficients c{
-      static_cast<float>(options_.beta1),        static_cast<float>(1.0 - options_.beta1),
-      static_cast<float>(options_.beta2),        static_cast<float>(1.0 - options_.beta2),
-      static_cast<float>(options_.weight_decay), static_cast<float>(options_.lr / bias1),
-      static_cast<float>(std::sqrt(bias2)),      static_cast<float>(options_.eps)};
+  kernels::AdamCoefficients c{static_cast<float>(options_.beta1),
+                              static_cast<float>(1.0 - options_.beta1),
+                              static_cast<float>(options_.beta2),
+                              static_cast<float>(1.0 - options_.beta2),
+                              static_cast<float>(options_.weight_decay),
+                              static_cast<float>(options_.lr / bias1),
+                              static_cast<float>(std::sqrt(bias2)),
+                              static_cast<float>(options_.eps),
+                              1.0f};
   for (std::size_t i = 0; i < params.size(); ++i) {
     const gw::ParameterView& p = params[i];
-    adam_update(p.value, p.grad, state_.buffer(i, 0), state_.buffer(i, 1), p.numel, c,
-                p.grad_scale);
+    // grad_scale: see Note [Who divides by the world size].
+    c.grad_scale = p.grad_scale;
+    kernels::adam_update(p.value, p.grad, state_.buffer(i, 0), state_.buffer(i, 1), p.numel, c,
+                         kernels::Stream::host());
   }
 }
 

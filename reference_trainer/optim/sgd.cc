@@ -2,37 +2,13 @@
 
 #include <stdexcept>
 
+#include "kernels/nn.h"
+
 namespace gw::trainer {
 namespace {
 
 void check_lr(double lr) {
   if (!(lr > 0.0)) throw std::invalid_argument("Sgd: lr must be > 0, got " + std::to_string(lr));
-}
-
-// The update loops take __restrict pointers and no branches so that g++ vectorises them.
-// gs is ParameterView::grad_scale: see Note [Who divides by the world size].
-void plain_update(float* __restrict w, const float* __restrict g, std::size_t n, float lr, float wd,
-                  float gs) {
-  for (std::size_t i = 0; i < n; ++i) w[i] -= lr * (g[i] * gs + wd * w[i]);
-}
-
-void momentum_update(float* __restrict w, const float* __restrict g, float* __restrict buf,
-                     std::size_t n, float lr, float wd, float momentum, float gs) {
-  for (std::size_t i = 0; i < n; ++i) {
-    const float b = momentum * buf[i] + (g[i] * gs + wd * w[i]);
-    buf[i] = b;
-    w[i] -= lr * b;
-  }
-}
-
-void nesterov_update(float* __restrict w, const float* __restrict g, float* __restrict buf,
-                     std::size_t n, float lr, float wd, float momentum, float gs) {
-  for (std::size_t i = 0; i < n; ++i) {
-    const float d = g[i] * gs + wd * w[i];
-    const float b = momentum * buf[i] + d;
-    buf[i] = b;
-    w[i] -= lr * (d + momentum * b);
-  }
 }
 
 }  // namespace
@@ -61,20 +37,16 @@ void Sgd::set_learning_rate(double lr) {
 void Sgd::step(const std::vector<gw::ParameterView>& params) {
   state_.prepare(params);
   state_.advance();
-  const auto lr = static_cast<float>(options_.lr);
-  const auto wd = static_cast<float>(options_.weight_decay);
-  const auto momentum = static_cast<float>(options_.momentum);
+  kernels::SgdCoefficients c{static_cast<float>(options_.lr),
+                             static_cast<float>(options_.weight_decay),
+                             static_cast<float>(options_.momentum), 1.0f, options_.nesterov};
   for (std::size_t i = 0; i < params.size(); ++i) {
     const gw::ParameterView& p = params[i];
-    if (options_.momentum == 0.0) {
-      plain_update(p.value, p.grad, p.numel, lr, wd, p.grad_scale);
-    } else if (options_.nesterov) {
-      nesterov_update(p.value, p.grad, state_.buffer(i, 0), p.numel, lr, wd, momentum,
-                      p.grad_scale);
-    } else {
-      momentum_update(p.value, p.grad, state_.buffer(i, 0), p.numel, lr, wd, momentum,
-                      p.grad_scale);
-    }
+    // grad_scale: see Note [Who divides by the world size].
+    c.grad_scale = p.grad_scale;
+    // Plain SGD keeps no buffer (kernels::sgd_update reads a null one as plain).
+    float* momentum_buf = options_.momentum == 0.0 ? nullptr : state_.buffer(i, 0);
+    kernels::sgd_update(p.value, p.grad, momentum_buf, p.numel, c, kernels::Stream::host());
   }
 }
 

@@ -168,4 +168,18 @@ inline ::testing::AssertionResult same_bits(const std::vector<float>& expected,
   return failure << mismatches << " of " << expected.size() << " elements differ";
 }
 
+// same_bits, except that a NaN matches any NaN: where two NaNs meet in an add (inf - inf beside a
+// NaN input), which one's sign comes out depends on the operand order the compiler picked for a
+// commutative add (a vectorised loop may swap them), and a GPU makes its own canonical NaN; C++
+// and CUDA promise neither (kernels/nn.h).
+inline ::testing::AssertionResult same_bits_or_nan(const std::vector<float>& expected,
+                                                   const std::vector<float>& actual) {
+  if (expected.size() != actual.size()) return same_bits(expected, actual);
+  std::vector<float> e = expected;
+  for (std::size_t i = 0; i < e.size(); ++i) {
+    if (std::isnan(e[i]) && std::isnan(actual[i])) e[i] = actual[i];
+  }
+  return same_bits(e, actual);
+}
+
 }  // namespace gw::kernels::test_util

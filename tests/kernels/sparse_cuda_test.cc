@@ -13,6 +13,7 @@
 #include "kernels/stream.h"
 #include "kernels/topk.h"
 #include "kernels/update.h"
+#include "tests/kernels/cuda_test_util.h"
 #include "tests/kernels/kernels_test_util.h"
 #include "tests/kernels/sparse_test_inputs.h"
 
@@ -22,42 +23,12 @@ namespace {
 using test_inputs::Dist;
 using test_inputs::kAllDists;
 using test_inputs::make_values;
+using test_util::DeviceCopy;
 using test_util::same_bits;
-
-constexpr const char* kNoDevice = "no CUDA device: the CUDA kernels are built but cannot run here";
 
 const Stream kHost = Stream::host();
 
-// A device copy of a host vector on `stream`'s device.
-template <typename T>
-class DeviceCopy {
- public:
-  DeviceCopy(const std::vector<T>& host, const Stream& stream)
-      : buffer_(host.size(), stream), stream_(stream) {
-    copy_bytes(buffer_.data(), host.data(), host.size() * sizeof(T), stream_);
-  }
-  T* get() { return buffer_.data(); }
-  std::vector<T> to_host() const {
-    std::vector<T> host(buffer_.size());
-    copy_bytes(host.data(), buffer_.data(), host.size() * sizeof(T), stream_);
-    stream_.synchronize();
-    return host;
-  }
-
- private:
-  Buffer<T> buffer_;
-  Stream stream_;
-};
-
-class CudaSparseTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!cuda_device_available()) GTEST_SKIP() << kNoDevice;
-    stream_ = Stream::cuda();
-    stream_.make_current();
-  }
-  Stream stream_ = Stream::host();
-};
+class CudaSparseTest : public test_util::CudaStreamTest {};
 
 TEST_F(CudaSparseTest, MomentumMatchesCpuBitForBit) {
   for (std::size_t n : test_inputs::kSizes) {

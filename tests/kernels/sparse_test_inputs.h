@@ -1,6 +1,6 @@
-// Inputs shared by the tests of the sparse and update primitives (kernels/sparse.h,
-// kernels/update.h) on every device: seeded distributions that make selections easy, tied or
-// misleading, with inf and NaN where they mean something.
+// Inputs shared by the tests of the sparse, update and trainer primitives (kernels/sparse.h,
+// kernels/update.h, kernels/nn.h) on every device: seeded distributions that make selections easy,
+// tied or misleading, with inf and NaN where they mean something.
 #pragma once
 
 #include <algorithm>
@@ -89,6 +89,16 @@ inline std::vector<float> make_values(Dist d, std::size_t n, std::uint32_t seed)
     }
   }
   return v;
+}
+
+// n class labels, uniform in [0, classes).
+inline std::vector<std::uint8_t> random_labels(std::size_t n, std::size_t classes,
+                                               std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<std::size_t> label(0, classes - 1);
+  std::vector<std::uint8_t> labels(n);
+  for (auto& l : labels) l = static_cast<std::uint8_t>(label(rng));
+  return labels;
 }
 
 // n = 16384 in blocks of 16 (the sample's unit): half of them hold large values 2^10 ..
