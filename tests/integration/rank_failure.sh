@@ -38,10 +38,17 @@ elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 start=$(now)
 setsid "$@" >"$out" 2>&1 &
 pid=$!
+# The job's own session. Until the child has called setsid it is still in this script's session:
+# taking that one would make the hang check wait on, and a hang kill end, every process of the
+# caller's session (CTest and the tests beside it). A child that is gone before it got a session
+# of its own leaves sid empty: only $pid is then watched.
+own_sid=$(ps -o sid= -p $$ | tr -d ' ')
 sid=""
-for _ in $(seq 50); do
+for _ in $(seq 250); do
   sid=$(ps -o sid= -p "$pid" 2>/dev/null | tr -d ' ')
-  [ -n "$sid" ] && break
+  [ -n "$sid" ] && [ "$sid" != "$own_sid" ] && break
+  sid=""
+  kill -0 "$pid" 2>/dev/null || break
   sleep 0.02
 done
 
