@@ -21,7 +21,8 @@ void check_beta(const char* name, double beta) {
 
 }  // namespace
 
-Adam::Adam(const Options& options) : StatefulOptimizer("adam", 2), options_(options) {
+Adam::Adam(const Options& options)
+    : StatefulOptimizer("adam", 2, options.stream), options_(options) {
   check_lr(options.lr);
   check_beta("beta1", options.beta1);
   check_beta("beta2", options.beta2);
@@ -59,7 +60,7 @@ void Adam::step(const std::vector<gw::ParameterView>& params) {
     // grad_scale: see Note [Who divides by the world size].
     c.grad_scale = p.grad_scale;
     kernels::adam_update(p.value, p.grad, state_.buffer(i, 0), state_.buffer(i, 1), p.numel, c,
-                         kernels::Stream::host());
+                         options_.stream);
   }
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/stream.h"
 #include "plugin/optimizer.h"
 #include "reference_trainer/optim/parameter_state.h"
 
@@ -22,6 +23,9 @@ class Adam final : public StatefulOptimizer {
     double beta2 = 0.999;
     double eps = 1e-8;
     double weight_decay = 0.0;
+    // Where the parameters, gradients and this optimizer's state live (the host, or the CUDA
+    // stream of gradwire_train's GPU mode).
+    kernels::Stream stream = kernels::Stream::host();
   };
 
   // Throws std::invalid_argument naming the option on lr <= 0, a beta outside [0, 1), eps <= 0 or

@@ -49,13 +49,18 @@ class Reader {
 
 }  // namespace
 
-ParameterState::ParameterState(std::string owner, std::size_t buffers_per_parameter)
-    : owner_(std::move(owner)), buffers_per_parameter_(buffers_per_parameter) {}
+ParameterState::ParameterState(std::string owner, std::size_t buffers_per_parameter,
+                               kernels::Stream stream)
+    : owner_(std::move(owner)),
+      buffers_per_parameter_(buffers_per_parameter),
+      stream_(std::move(stream)) {}
 
 std::vector<gw::StateBuffer> ParameterState::buffers() {
   std::vector<gw::StateBuffer> out;
   out.reserve(buffers_.size());
-  for (auto& b : buffers_) out.push_back({b.data(), b.size()});
+  for (std::size_t i = 0; i < buffers_.size(); ++i) {
+    out.push_back({buffers_[i].data(), sizes_[i / buffers_per_parameter_]});
+  }
   return out;
 }
 
@@ -80,7 +85,10 @@ void ParameterState::prepare(const std::vector<gw::ParameterView>& params) {
   buffers_.clear();
   for (const gw::ParameterView& p : params) {
     sizes_.push_back(p.numel);
-    for (std::size_t k = 0; k < buffers_per_parameter_; ++k) buffers_.emplace_back(p.numel, 0.0f);
+    for (std::size_t k = 0; k < buffers_per_parameter_; ++k) {
+      buffers_.emplace_back(p.numel, stream_);
+      kernels::fill_zero(buffers_.back().data(), p.numel * sizeof(float), stream_);
+    }
   }
   has_layout_ = true;
 }
@@ -94,12 +102,19 @@ void ParameterState::save(std::ostream& out) const {
   binary::put(out, static_cast<std::uint8_t>(has_layout_ ? 1 : 0));
   binary::put(out, static_cast<std::uint64_t>(sizes_.size()));
   binary::put(out, static_cast<std::uint64_t>(buffers_per_parameter_));
+  std::vector<float> staged;  // a device buffer's values on the host
   for (std::size_t i = 0; i < sizes_.size(); ++i) {
     binary::put(out, static_cast<std::uint64_t>(sizes_[i]));
     for (std::size_t k = 0; k < buffers_per_parameter_; ++k) {
-      const std::vector<float>& b = buffers_[i * buffers_per_parameter_ + k];
-      out.write(reinterpret_cast<const char*>(b.data()),
-                static_cast<std::streamsize>(b.size() * sizeof(float)));
+      const float* b = buffers_[i * buffers_per_parameter_ + k].data();
+      if (!stream_.is_host()) {
+        staged.resize(sizes_[i]);
+        kernels::copy_bytes(staged.data(), b, sizes_[i] * sizeof(float), stream_);
+        stream_.synchronize();
+        b = staged.data();
+      }
+      out.write(reinterpret_cast<const char*>(b),
+                static_cast<std::streamsize>(sizes_[i] * sizeof(float)));
     }
   }
   if (!out) throw std::runtime_error(owner_ + " save_state: write failed");
@@ -158,10 +173,17 @@ void ParameterState::load(std::istream& in) {
       buffers.push_back(r.floats(static_cast<std::size_t>(numel), "a parameter buffer"));
     }
   }
+  std::vector<kernels::Buffer<float>> committed;
+  for (std::size_t j = 0; j < buffers.size(); ++j) {
+    committed.emplace_back(buffers[j].size(), stream_);
+    kernels::copy_bytes(committed.back().data(), buffers[j].data(),
+                        buffers[j].size() * sizeof(float), stream_);
+  }
+  stream_.synchronize();  // the host copies go away here
   step_ = step;
   has_layout_ = has_layout;
   sizes_ = std::move(sizes);
-  buffers_ = std::move(buffers);
+  buffers_ = std::move(committed);
 }
 
 }  // namespace gw::trainer

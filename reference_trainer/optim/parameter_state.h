@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/stream.h"
 #include "plugin/optimizer.h"
 
 namespace gw::trainer {
@@ -20,11 +21,15 @@ namespace gw::trainer {
 // length + bytes), the format version (u32), the step count (u64), whether the layout is known yet
 // (u8), the parameter count and buffers per parameter (u64 each), then per parameter its element
 // count (u64) followed by its buffers (f32 each). load() reads into temporaries and commits only a
-// stream that fully matches, so a failed load leaves the state as it was.
+// stream that fully matches, so a failed load leaves the state as it was. The buffers live where
+// the optimizer's kernels::Stream works (device memory for the trainer's GPU mode); the format is
+// the same, so a state saved on a GPU loads on the host and back.
 class ParameterState {
  public:
   // owner names the optimizer in messages and is the type tag of the stream ("sgd", "adam").
-  ParameterState(std::string owner, std::size_t buffers_per_parameter);
+  // The buffers live where `stream` works.
+  ParameterState(std::string owner, std::size_t buffers_per_parameter,
+                 kernels::Stream stream = kernels::Stream::host());
 
   // The first call records the layout (each parameter's element count) and creates zeroed
   // buffers; later calls throw std::invalid_argument if the layout differs. Also rejects null
@@ -33,6 +38,7 @@ class ParameterState {
   float* buffer(std::size_t param, std::size_t which) {
     return buffers_[param * buffers_per_parameter_ + which].data();
   }
+  const kernels::Stream& stream() const { return stream_; }
   // Every buffer, parameter by parameter (empty before the first prepare()).
   std::vector<gw::StateBuffer> buffers();
   std::uint64_t step() const { return step_; }
@@ -48,10 +54,11 @@ class ParameterState {
  private:
   std::string owner_;
   std::size_t buffers_per_parameter_;
+  kernels::Stream stream_;
   bool has_layout_ = false;
   std::uint64_t step_ = 0;
   std::vector<std::size_t> sizes_;
-  std::vector<std::vector<float>> buffers_;  // [param * buffers_per_parameter_ + which]
+  std::vector<kernels::Buffer<float>> buffers_;  // [param * buffers_per_parameter_ + which]
 };
 
 // What Sgd and Adam share: their ParameterState behind the Optimizer interface's state methods.
@@ -66,8 +73,9 @@ class StatefulOptimizer : public gw::Optimizer {
   std::uint64_t steps() const { return state_.step(); }
 
  protected:
-  StatefulOptimizer(std::string owner, std::size_t buffers_per_parameter)
-      : state_(std::move(owner), buffers_per_parameter) {}
+  StatefulOptimizer(std::string owner, std::size_t buffers_per_parameter,
+                    kernels::Stream stream = kernels::Stream::host())
+      : state_(std::move(owner), buffers_per_parameter, std::move(stream)) {}
 
   ParameterState state_;
 };

@@ -14,7 +14,7 @@ void check_lr(double lr) {
 }  // namespace
 
 Sgd::Sgd(const Options& options)
-    : StatefulOptimizer("sgd", options.momentum > 0.0 ? 1 : 0), options_(options) {
+    : StatefulOptimizer("sgd", options.momentum > 0.0 ? 1 : 0, options.stream), options_(options) {
   check_lr(options.lr);
   if (!(options.momentum >= 0.0 && options.momentum < 1.0)) {
     throw std::invalid_argument("Sgd: momentum must be in [0, 1), got " +
@@ -46,7 +46,7 @@ void Sgd::step(const std::vector<gw::ParameterView>& params) {
     c.grad_scale = p.grad_scale;
     // Plain SGD keeps no buffer (kernels::sgd_update reads a null one as plain).
     float* momentum_buf = options_.momentum == 0.0 ? nullptr : state_.buffer(i, 0);
-    kernels::sgd_update(p.value, p.grad, momentum_buf, p.numel, c, kernels::Stream::host());
+    kernels::sgd_update(p.value, p.grad, momentum_buf, p.numel, c, options_.stream);
   }
 }
 
@@ -62,7 +62,7 @@ void Sgd::release_momentum() {
   options_.momentum = 0.0;
   options_.nesterov = false;
   momentum_released_ = true;
-  state_ = ParameterState("sgd", 0);
+  state_ = ParameterState("sgd", 0, options_.stream);
 }
 
 }  // namespace gw::trainer

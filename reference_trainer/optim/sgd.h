@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/stream.h"
 #include "plugin/optimizer.h"
 #include "reference_trainer/optim/parameter_state.h"
 
@@ -21,6 +22,9 @@ class Sgd final : public StatefulOptimizer {
     double momentum = 0.0;
     bool nesterov = false;
     double weight_decay = 0.0;
+    // Where the parameters, gradients and this optimizer's state live (the host, or the CUDA
+    // stream of gradwire_train's GPU mode).
+    kernels::Stream stream = kernels::Stream::host();
   };
 
   // Throws std::invalid_argument naming the option on lr <= 0, momentum outside [0, 1),
