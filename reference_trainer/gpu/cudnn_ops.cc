@@ -1,4 +1,4 @@
-// Conv2dDnn and MaxPool2dDnn on cuDNN (Note [GPU GEMM and convolution]). Built when cuDNN is found.
+// Conv2dDnn on cuDNN (Note [GPU GEMM and convolution]). Built when cuDNN is found.
 #include <cudnn.h>
 
 #include <stdexcept>
@@ -154,61 +154,6 @@ void Conv2dDnn::backward_filter(const void* x, const void* dy, void* dw, void* d
       "cudnnConvolutionBackwardFilter");
   check(cudnnConvolutionBackwardBias(s.handle.h, &one, s.y.d, dy, &zero, s.bias.d, db),
         "cudnnConvolutionBackwardBias");
-}
-
-struct MaxPool2dDnn::Impl {
-  kernels::Stream stream;
-  Handle handle;
-  TensorDesc x, y;
-  cudnnPoolingDescriptor_t pool = nullptr;
-
-  Impl(const kernels::Stream& s, std::size_t batch, std::size_t channels, std::size_t height,
-       std::size_t width, std::size_t kernel, std::size_t out_h, std::size_t out_w, bool half)
-      : stream(s),
-        handle(s),
-        x(data_type(half), to_int(batch, "batch"), to_int(channels, "channels"),
-          to_int(height, "height"), to_int(width, "width")),
-        y(data_type(half), to_int(batch, "batch"), to_int(channels, "channels"),
-          to_int(out_h, "output height"), to_int(out_w, "output width")) {
-    check(cudnnCreatePoolingDescriptor(&pool), "cudnnCreatePoolingDescriptor");
-    const int k = to_int(kernel, "kernel");
-    check(cudnnSetPooling2dDescriptor(pool, CUDNN_POOLING_MAX_DETERMINISTIC, CUDNN_PROPAGATE_NAN, k,
-                                      k, 0, 0, k, k),
-          "cudnnSetPooling2dDescriptor");
-  }
-  ~Impl() {
-    if (pool) cudnnDestroyPoolingDescriptor(pool);
-  }
-};
-
-MaxPool2dDnn::MaxPool2dDnn(const kernels::Stream& stream, std::size_t batch, std::size_t channels,
-                           std::size_t height, std::size_t width, std::size_t kernel, bool half) {
-  if (kernel == 0 || height < kernel || width < kernel) {
-    throw std::invalid_argument("MaxPool2dDnn: the kernel must be positive and fit the input");
-  }
-  out_height_ = height / kernel;
-  out_width_ = width / kernel;
-  impl_ = std::make_unique<Impl>(stream, batch, channels, height, width, kernel, out_height_,
-                                 out_width_, half);
-}
-
-MaxPool2dDnn::~MaxPool2dDnn() = default;
-
-void MaxPool2dDnn::forward(const void* x, void* y) {
-  Impl& s = *impl_;
-  s.stream.make_current();
-  const float one = 1.0f, zero = 0.0f;
-  check(cudnnPoolingForward(s.handle.h, s.pool, &one, s.x.d, x, &zero, s.y.d, y),
-        "cudnnPoolingForward");
-}
-
-void MaxPool2dDnn::backward(const void* x, const void* y, const void* dy, void* dx) {
-  Impl& s = *impl_;
-  s.stream.make_current();
-  const float one = 1.0f, zero = 0.0f;
-  check(cudnnPoolingBackward(s.handle.h, s.pool, &one, s.y.d, y, s.y.d, dy, s.x.d, x, &zero, s.x.d,
-                             dx),
-        "cudnnPoolingBackward");
 }
 
 }  // namespace gw::trainer::gpu

@@ -1,5 +1,5 @@
-// The reference trainer's GPU mode: matrix products (cuBLAS), convolution and max pooling (cuDNN)
-// on the CUDA stream the model runs on. Pointers are device memory of that stream's device;
+// The reference trainer's GPU mode: matrix products (cuBLAS) and convolution (cuDNN) on the CUDA
+// stream the model runs on. Pointers are device memory of that stream's device;
 // every call is enqueued on the stream and returns at once (Note [Streams]). No CUDA header
 // here: host code includes this without the toolkit.
 #pragma once
@@ -24,7 +24,9 @@ namespace gw::trainer::gpu {
 // GEMM forward, ALGO_1 for both backward passes), chosen once per shape, never benchmarked at
 // run time: a run repeats bit for bit on the same GPU, and 2 ranks sharing one GPU compute the
 // same bits as 1. cuDNN 9 calls these entry points its legacy API (still shipped and supported);
-// the graph API would add a frontend library for no gain at these sizes.
+// the graph API would add a frontend library for no gain at these sizes. Max pooling is not
+// cuDNN's: kernels/nn.h's primitive breaks ties as the CPU layer does (the first maximum), which
+// cuDNN's deterministic mode does not promise, so a pooled CNN's gradients stay the CPU's.
 
 // True when the build has cuDNN (the CNN's GPU mode needs it; the MLP needs only cuBLAS).
 bool have_cudnn();
@@ -92,31 +94,6 @@ class Conv2dDnn {
   struct Impl;
   std::unique_ptr<Impl> impl_;
   ConvShape shape_;
-};
-
-// cuDNN max pooling, NCHW, as trainer::MaxPool2d: window = stride = kernel, no padding, a ragged
-// edge dropped. Deterministic mode (CUDNN_POOLING_MAX_DETERMINISTIC): on ties cuDNN may route the
-// gradient to another of the tied inputs than the CPU layer's first one, so a CNN's GPU run equals
-// its CPU run within a tolerance, not bit for bit.
-class MaxPool2dDnn {
- public:
-  // Throws as Conv2dDnn.
-  MaxPool2dDnn(const kernels::Stream& stream, std::size_t batch, std::size_t channels,
-               std::size_t height, std::size_t width, std::size_t kernel, bool half);
-  ~MaxPool2dDnn();
-  MaxPool2dDnn(const MaxPool2dDnn&) = delete;
-  MaxPool2dDnn& operator=(const MaxPool2dDnn&) = delete;
-
-  std::size_t out_height() const { return out_height_; }
-  std::size_t out_width() const { return out_width_; }
-  void forward(const void* x, void* y);
-  // dx (overwritten) from the forward's x and y and the output gradient dy.
-  void backward(const void* x, const void* y, const void* dy, void* dx);
-
- private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
-  std::size_t out_height_ = 0, out_width_ = 0;
 };
 
 }  // namespace gw::trainer::gpu

@@ -1,5 +1,5 @@
-// The cuDNN layers in a build without cuDNN (or without CUDA): each is a clear error naming what
-// is missing, never a crash. The MLP's GPU mode needs only cuBLAS.
+// The cuDNN convolution in a build without cuDNN (or without CUDA): each is a clear error naming
+// what is missing, never a crash. The MLP's GPU mode needs only cuBLAS.
 #include <stdexcept>
 #include <string>
 
@@ -27,17 +27,6 @@ void Conv2dDnn::forward(const void*, const void*, const void*, void*) { unavaila
 void Conv2dDnn::backward_data(const void*, const void*, void*) { unavailable("Conv2dDnn"); }
 void Conv2dDnn::backward_filter(const void*, const void*, void*, void*) {
   unavailable("Conv2dDnn");
-}
-
-struct MaxPool2dDnn::Impl {};
-MaxPool2dDnn::MaxPool2dDnn(const kernels::Stream&, std::size_t, std::size_t, std::size_t,
-                           std::size_t, std::size_t, bool) {
-  unavailable("MaxPool2dDnn");
-}
-MaxPool2dDnn::~MaxPool2dDnn() = default;
-void MaxPool2dDnn::forward(const void*, void*) { unavailable("MaxPool2dDnn"); }
-void MaxPool2dDnn::backward(const void*, const void*, const void*, void*) {
-  unavailable("MaxPool2dDnn");
 }
 
 }  // namespace gw::trainer::gpu

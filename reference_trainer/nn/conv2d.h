@@ -24,6 +24,12 @@ class Conv2d final : public Layer {
   void backward(const Tensor& grad_output, Tensor* grad_input) override;
   const char* op_name() const override { return "conv2d"; }
 
+  std::size_t in_channels() const { return in_channels_; }
+  std::size_t out_channels() const { return out_channels_; }
+  std::size_t kernel() const { return kernel_; }
+  std::size_t stride() const { return stride_; }
+  std::size_t padding() const { return padding_; }
+
  private:
   std::size_t in_channels_;
   std::size_t out_channels_;
@@ -36,7 +42,7 @@ class Conv2d final : public Layer {
   // Evaluation: one sample's, as scratch.
   Tensor cols_;
   std::vector<float> col_scratch_;  // fp16 op: one sample's column matrix in fp32
-  Tensor grad_cols_;  // one sample's, scratch for the input gradient
+  Tensor grad_cols_;                // one sample's, scratch for the input gradient
   bool has_input_ = false;
 };
 

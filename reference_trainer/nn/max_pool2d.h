@@ -20,6 +20,7 @@ class MaxPool2d final : public Layer {
   void forward(const Tensor& input, Tensor& output, bool training) override;
   void backward(const Tensor& grad_output, Tensor* grad_input) override;
   const char* op_name() const override { return "max_pool2d"; }
+  std::size_t kernel() const { return kernel_; }
 
  private:
   std::size_t kernel_;

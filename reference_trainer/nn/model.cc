@@ -4,6 +4,7 @@
 #include <random>
 #include <set>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "reference_trainer/nn/parameter_init.h"
@@ -71,17 +72,22 @@ std::string Model::describe() const {
   return s + " | " + std::to_string(num_parameters()) + " parameters";
 }
 
-void Model::bind_gradients(const std::vector<float*>& grads) {
-  if (grads.size() != params_.size()) {
-    throw std::invalid_argument("Model::bind_gradients: got " + std::to_string(grads.size()) +
-                                " gradient views for " + std::to_string(params_.size()) +
+void check_gradient_views(const std::vector<Model::Parameter>& params,
+                          const std::vector<float*>& grads, const char* who) {
+  if (grads.size() != params.size()) {
+    throw std::invalid_argument(std::string(who) + ": got " + std::to_string(grads.size()) +
+                                " gradient views for " + std::to_string(params.size()) +
                                 " parameters");
   }
   for (std::size_t i = 0; i < grads.size(); ++i) {
     if (grads[i] == nullptr) {
-      throw std::invalid_argument("Model::bind_gradients: null view for " + params_[i].name);
+      throw std::invalid_argument(std::string(who) + ": null view for " + params[i].name);
     }
   }
+}
+
+void Model::bind_gradients(const std::vector<float*>& grads) {
+  check_gradient_views(params_, grads, "Model::bind_gradients");
   std::size_t index = 0;
   for (ModelLayer& l : layers_) {
     for (std::size_t j = 0; j < l.layer->parameters().size(); ++j) {

@@ -53,6 +53,8 @@ class Model {
   std::size_t input_size() const { return sample_shape_.numel(); }
   std::size_t num_classes() const { return num_classes_; }
 
+  // The layers, in order (a DeviceModel is built from them).
+  const std::vector<ModelLayer>& layers() const { return layers_; }
   const std::vector<Parameter>& parameters() const { return params_; }
   std::size_t num_parameters() const { return values_.size(); }
   // The contiguous value buffer (num_parameters() floats); parameters()[i].value point into it.
@@ -114,5 +116,9 @@ class Model {
   Tensor grad_a_;                    // ping-pong gradient buffers for backward
   Tensor grad_b_;
 };
+
+// Throws std::invalid_argument, naming `who`, unless `grads` has one non-null view per parameter.
+void check_gradient_views(const std::vector<Model::Parameter>& params,
+                          const std::vector<float*>& grads, const char* who);
 
 }  // namespace gw::trainer
