@@ -585,6 +585,12 @@ print(next(x["compute_capability"] for x in d["devices"] if x["usable"]).replace
     gpu_bench "allreduce_cuda_np$np" "$bin/gradwire_bench_allreduce" -- \
       "$MPIEXEC" -n "$np" "$bin/gradwire_bench_allreduce" --device cuda
   done
+  # The trainer on the CPU (1 rank, all cores) and the GPU side by side; then 2 ranks sharing the
+  # GPU for the share of a step spent on the exchange.
+  gpu_bench train_cpu_vs_cuda "$bin/gradwire_bench_train" -- \
+    "$MPIEXEC" -n 1 "$bin/gradwire_bench_train" --device both
+  gpu_bench train_cuda_np2 "$bin/gradwire_bench_train" -- \
+    "$MPIEXEC" -n 2 "$bin/gradwire_bench_train" --device cuda --batches 256
 
   gpu_facts "$GPU_OUT/facts.json"
   [ -z "$report" ] || where=(--out "$report")

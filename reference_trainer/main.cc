@@ -16,6 +16,7 @@
 #include <optional>
 #include <utility>
 
+#include "kernels/stream.h"
 #include "plugin/amp_settings.h"
 #include "plugin/comm/counting_communicator.h"
 #include "plugin/comm/mpi/mpi_runtime.h"
@@ -31,6 +32,7 @@
 #include "reference_trainer/app/report.h"
 #include "reference_trainer/app/run_identity.h"
 #include "reference_trainer/app/trainer.h"
+#include "reference_trainer/app/training_model.h"
 #include "reference_trainer/data/data_error.h"
 
 namespace {
@@ -62,11 +64,16 @@ void check_output_paths(const gw::trainer::TrainerOptions& options, int rank) {
 // Everything after MPI starts; run_mpi_main ends the job on whatever this throws.
 int run(const gw::trainer::TrainerOptions& options, const gw::config::Config& config,
         const gw::trainer::FashionMnist& data) {
-  // The trainer's gradients live in host memory, so GRADWIRE_BACKEND=auto means MPI and nccl is a
-  // configuration error on every rank, before any collective (Note [Choosing the backend]).
+  // On the CPU the gradients live in host memory, so GRADWIRE_BACKEND=auto means MPI and nccl is a
+  // configuration error on every rank, before any collective (Note [Choosing the backend]). On a
+  // GPU (Note [The trainer on a device]) auto takes NCCL when every rank has a GPU of its own.
   gw::BackendChoice backend;
-  std::unique_ptr<gw::Communicator> world =
-      gw::make_world_communicator(config, gw::Device::kHost, -1, &backend);
+  const bool on_gpu = options.device == "cuda";
+  const int cuda_device = on_gpu ? gw::default_cuda_device() : -1;
+  const gw::kernels::Stream stream =
+      on_gpu ? gw::kernels::Stream::cuda(cuda_device) : gw::kernels::Stream::host();
+  std::unique_ptr<gw::Communicator> world = gw::make_world_communicator(
+      config, on_gpu ? gw::Device::kCuda : gw::Device::kHost, cuda_device, &backend);
   const gw::MpiInfo mpi_info = gw::mpi_info(*world);
   auto comm = std::make_shared<gw::CountingCommunicator>(std::move(world));
   // Every rank must train the same run (Note [Options that must agree across ranks]), and every
@@ -96,8 +103,8 @@ int run(const gw::trainer::TrainerOptions& options, const gw::config::Config& co
     std::printf("MPI: %s; collectives wait by %s\n", mpi_info.library.c_str(),
                 mpi_info.wait_reason.c_str());
   }
-  const gw::trainer::TrainResult result =
-      gw::trainer::train(options, config, data, comm, resume ? &resume->checkpoint : nullptr);
+  const gw::trainer::TrainResult result = gw::trainer::train(
+      options, config, data, comm, resume ? &resume->checkpoint : nullptr, stream);
   if (comm->rank() == 0) {
     auto report = gw::trainer::make_report(options, config, result);
     report["mpi"] = {{"library", mpi_info.library},
@@ -151,6 +158,7 @@ int main(int argc, char** argv) {
     gw::check_compressor_supports(gw::read_compressor_settings(*config), *probe);
     gw::check_sync_supports(gw::read_sync_settings(*config), *probe);
     gw::read_amp_settings(*config);
+    if (options->device == "cuda") gw::trainer::check_device_usable();
 
     data = gw::trainer::load_fashion_mnist(options->data_dir);
     if (options->train_subset > 0) {
@@ -165,6 +173,8 @@ int main(int argc, char** argv) {
     fail("data error", e, kExitUsage);
   } catch (const std::invalid_argument& e) {
     fail("invalid argument", e, kExitUsage);
+  } catch (const gw::trainer::DeviceError& e) {
+    fail("device error", e, kExitUsage);
   } catch (const std::exception& e) {
     fail("error", e, kExitFailure);
   }

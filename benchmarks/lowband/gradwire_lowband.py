@@ -48,6 +48,8 @@ def parse_args(argv, names):
                    help="steps between evaluations (0: a twelfth of an epoch)")
     p.add_argument("--report", default=os.path.join(ROOT, "build", "lowband", "report.json"))
     p.add_argument("--model", default="mlp", choices=["mlp", "cnn"])
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                   help="gradwire_train --device: where each rank trains")
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--momentum", type=float, default=0.9)
@@ -145,6 +147,7 @@ def train(args, launcher, strategy, env, rate, rundir, outdir):
     if os.path.exists(rpath):
         os.remove(rpath)
     program = [os.path.join(args.bin, "gradwire_train"), "--model", args.model,
+               "--device", args.device,
                "--epochs", str(args.epochs), "--batch-size", str(args.batch_size),
                "--lr", str(args.lr), "--momentum", str(args.momentum),
                "--seed", str(args.seed), "--eval-every", str(args.eval_every),

@@ -132,6 +132,20 @@ std::string join(const std::vector<std::string>& parts, const char* separator) {
 
 }  // namespace
 
+int default_cuda_device() {
+  if (!MpiRuntime::initialized()) {
+    throw CommError("default_cuda_device: MPI is not initialised (create an MpiRuntime first)");
+  }
+  MPI_Comm world = MPI_COMM_NULL;  // a duplicate: its collective never matches the program's
+  check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &world), "MPI_Comm_dup");
+  int rank = 0;
+  MPI_Comm_rank(world, &rank);
+  const int local_rank = node_local_rank(world, rank);
+  MPI_Comm_free(&world);
+  const int device_count = kernels::cuda_device_count();
+  return device_count == 0 ? -1 : local_rank % device_count;
+}
+
 BackendChoice choose_world_backend(const config::Config& config, Device buffers, int cuda_device) {
   if (!MpiRuntime::initialized()) {
     throw CommError("choose_world_backend: MPI is not initialised (create an MpiRuntime first)");

@@ -35,6 +35,10 @@ struct BackendChoice {
 BackendChoice choose_world_backend(const config::Config& config, Device buffers,
                                    int cuda_device = -1);
 
+// The CUDA device this rank uses by default: its node-local rank modulo the devices it sees (-1
+// when it sees none). Collective over MPI_COMM_WORLD (MPI initialised).
+int default_cuda_device();
+
 // A communicator over every rank of the job, of the backend choose_world_backend picks (MPI:
 // make_mpi_world_communicator; NCCL: on a new CUDA stream on the chosen device). Collective.
 // `chosen`, when given, receives the choice.

@@ -40,6 +40,11 @@ std::optional<TrainerOptions> parse_command_line(int argc, char** argv, int* exi
   app.add_option("--model", o.model, "Model to train")
       ->check(CLI::IsMember({"mlp", "cnn"}))
       ->capture_default_str();
+  app.add_option("--device", o.device,
+                 "Where each rank trains: cpu, or cuda (a GPU per rank: the local rank modulo the "
+                 "GPUs CUDA_VISIBLE_DEVICES leaves; ranks may share one)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
   app.add_option("--optimizer", o.optimizer, "Inner optimizer that gradwire wraps")
       ->check(CLI::IsMember({"sgd", "adam"}))
       ->capture_default_str();
@@ -143,6 +148,9 @@ std::string agreed_options_canonical(const TrainerOptions& o) {
   };
   line("--model", o.model);
   line("--optimizer", o.optimizer);
+  // Named only when not the default, so that the CPU runs' text (and the identity of their
+  // checkpoints, written before there was a --device) stays what it was.
+  if (o.device != "cpu") line("--device", o.device);
   line("--epochs", std::to_string(o.epochs));
   line("--batch-size", std::to_string(o.batch_size));
   line("--lr", exact(o.lr));

@@ -236,6 +236,21 @@ nlohmann::json make_report(const TrainerOptions& options, const config::Config& 
        compression_json(result.compression_per_rank, result.traffic_per_rank, result.steps)},
       {"sync", sync_json(result.sync, result.compression_per_rank, exchanged, result.steps)},
       {"amp", amp_json(result.amp)},
+      {"device",
+       {{"kind", result.device.kind},
+        {"name", result.device.name},
+        {"peak_memory_bytes", result.device.peak_memory_bytes},
+        {"timed_steps", result.device.timed_steps},
+        {"compute_ms_per_step", result.device.compute_ms_per_step},
+        {"after_backward_ms_per_step", result.device.after_backward_ms_per_step},
+        {"fp16_products", result.device.fp16_products},
+        {"fp32_products", result.device.fp32_products}}},
+      {"device_is",
+       "rank 0's device; per step (mean over the timed steps, the first excluded), times on the "
+       "model's stream (CUDA events on a GPU, the host clock on the CPU): forward and backward "
+       "with the batch gather, then from backward's end to the step's end (the exchange backward "
+       "did not hide, and the optimizer update); peak CUDA memory held in gradwire's buffers; the "
+       "model's matrix products (GEMMs and convolution passes) by operand precision (GPU mode)"},
       {"traffic_is",
        "bytes per rank from gradwire's communicator counters (see "
        "Note [What the counters count] in plugin/comm/counting_communicator.h)"},
@@ -305,6 +320,15 @@ std::string summary_text(const nlohmann::json& r) {
                   c["compression_ratio_after_warmup"].get<double>(),
                   c["compression_ratio_overall"].get<double>(),
                   static_cast<long long>(c["dense_fallbacks"].get<std::int64_t>()));
+    out << line;
+  }
+  if (r.contains("device") && r["device"]["kind"] == "cuda") {
+    const auto& d = r["device"];
+    std::snprintf(
+        line, sizeof line,
+        "%-28s %s: %.3f ms compute, %.3f ms after backward per step; peak %.1f MB\n", "device",
+        d["name"].get<std::string>().c_str(), d["compute_ms_per_step"].get<double>(),
+        d["after_backward_ms_per_step"].get<double>(), d["peak_memory_bytes"].get<double>() / mb);
     out << line;
   }
   const auto& amp = r["amp"];

@@ -17,8 +17,9 @@ namespace gw::trainer {
 // --test-subset as applied to the data set found), every option of
 // Note [Options that must agree across ranks] but those that may change on resume, and every
 // GRADWIRE_* value of Config::canonical() (the rank-local ones, GRADWIRE_TIMELINE and
-// GRADWIRE_LOG_LEVEL, are not in it). What may change: --epochs, --max-steps, --time-budget and --eval-every (where and whether
-// to stop or evaluate does not change a step), --checkpoint-every, and the paths.
+// GRADWIRE_LOG_LEVEL, are not in it). What may change: --epochs, --max-steps, --time-budget and
+// --eval-every (where and whether to stop or evaluate does not change a step), --checkpoint-every,
+// and the paths.
 std::string run_identity(const TrainerOptions& options, const config::Config& config,
                          int world_size, std::size_t train_samples, std::size_t test_samples);
 

@@ -5,29 +5,33 @@
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+#include <tuple>
 
+#include "kernels/device.h"
 #include "plugin/config_check.h"
 #include "plugin/distributed_optimizer.h"
 #include "reference_trainer/app/checkpoint.h"
 #include "reference_trainer/app/checkpoint_files.h"
 #include "reference_trainer/app/progress.h"
 #include "reference_trainer/app/run_identity.h"
+#include "reference_trainer/app/training_model.h"
 #include "reference_trainer/data/sharder.h"
-#include "reference_trainer/nn/make_model.h"
 #include "reference_trainer/optim/adam.h"
 #include "reference_trainer/optim/sgd.h"
 #include "sync_policies/sync_policy.h"
 
 namespace gw::trainer {
 
-std::unique_ptr<Optimizer> make_optimizer(const TrainerOptions& o) {
+std::unique_ptr<Optimizer> make_optimizer(const TrainerOptions& o, const kernels::Stream& stream) {
   if (o.optimizer == "adam") {
     Adam::Options a;
     a.lr = o.lr;
     a.weight_decay = o.weight_decay;
+    a.stream = stream;
     return std::make_unique<Adam>(a);
   }
   Sgd::Options s;
+  s.stream = stream;
   s.lr = o.lr;
   s.momentum = o.momentum;
   s.nesterov = o.nesterov;
@@ -51,19 +55,17 @@ struct Evaluation {
 
 // Each rank evaluates a contiguous slice of the test set; the sums, and rank 0's vote to stop,
 // are combined with one allreduce (control traffic).
-Evaluation evaluate(Model& model, const Dataset& test, Communicator& comm, bool stop_vote) {
+Evaluation evaluate(TrainingModel& model, const Dataset& test, Communicator& comm, bool stop_vote) {
   const std::size_t n = static_cast<std::size_t>(comm.size());
   const std::size_t r = static_cast<std::size_t>(comm.rank());
   const std::size_t begin = test.size() * r / n, end = test.size() * (r + 1) / n;
-  const std::size_t features = test.features();
   constexpr std::size_t kChunk = 500;
   // loss, correct, count, stop votes
   double sums[4] = {0, 0, static_cast<double>(end - begin), r == 0 && stop_vote ? 1.0 : 0.0};
   for (std::size_t i = begin; i < end; i += kChunk) {
     const std::size_t b = std::min(kChunk, end - i);
     std::int64_t correct = 0;
-    model.evaluate(test.images.data() + i * features, test.labels.data() + i, b, &sums[0],
-                   &correct);
+    model.evaluate_test(i, i + b, &sums[0], &correct);
     sums[1] += static_cast<double>(correct);
   }
   comm.allreduce(sums, 4, DataType::kFloat64, ReduceOp::kSum, TrafficKind::kControl);
@@ -79,27 +81,18 @@ Evaluation evaluate(Model& model, const Dataset& test, Communicator& comm, bool 
 // each rank's own parameters are put back afterwards: the training goes on exactly as without the
 // evaluation, and its gradient and parameter bytes are unchanged. Evaluation time is kept out of
 // the training clock (and so out of time-to-accuracy figures); the barriers around it are too.
-Evaluation evaluate_average(Model& model, const Dataset& test, Communicator& comm,
+Evaluation evaluate_average(TrainingModel& model, const Dataset& test, Communicator& comm,
                             bool ranks_in_step, bool stop_vote) {
   if (ranks_in_step || comm.size() == 1) return evaluate(model, test, comm, stop_vote);
-  std::vector<float> own, average;
-  for (const auto& p : model.parameters()) own.insert(own.end(), p.value, p.value + p.numel);
-  average = own;
+  const std::vector<float> own = model.parameters();
+  std::vector<float> average = own;
   comm.allreduce(average.data(), average.size(), DataType::kFloat32, ReduceOp::kSum,
                  TrafficKind::kControl);
   const float inv = 1.0f / static_cast<float>(comm.size());
-  std::size_t at = 0;
-  for (const auto& p : model.parameters()) {
-    for (std::size_t i = 0; i < p.numel; ++i) p.value[i] = average[at + i] * inv;
-    at += p.numel;
-  }
+  for (float& v : average) v *= inv;
+  model.set_parameters(average.data());
   const Evaluation e = evaluate(model, test, comm, stop_vote);
-  at = 0;
-  for (const auto& p : model.parameters()) {
-    std::copy(own.begin() + static_cast<std::ptrdiff_t>(at),
-              own.begin() + static_cast<std::ptrdiff_t>(at + p.numel), p.value);
-    at += p.numel;
-  }
+  model.set_parameters(own.data());
   return e;
 }
 
@@ -232,7 +225,7 @@ CompressionStats merged(const CompressionStats& before, const CompressionStats& 
 }
 
 // Puts this rank's parameters and optimizer state back as `c` holds them.
-void restore(const Checkpoint& c, Model& model, DistributedOptimizer& optimizer,
+void restore(const Checkpoint& c, TrainingModel& model, DistributedOptimizer& optimizer,
              std::size_t steps_per_epoch) {
   const auto mismatch = [](const std::string& what) { throw CheckpointError("--resume: " + what); };
   if (c.steps_per_epoch != steps_per_epoch) {
@@ -243,12 +236,7 @@ void restore(const Checkpoint& c, Model& model, DistributedOptimizer& optimizer,
     mismatch("the checkpoint holds " + std::to_string(c.parameters.size()) +
              " parameters, this model has " + std::to_string(model.num_parameters()));
   }
-  std::size_t at = 0;
-  for (const auto& p : model.parameters()) {
-    std::copy(c.parameters.begin() + static_cast<std::ptrdiff_t>(at),
-              c.parameters.begin() + static_cast<std::ptrdiff_t>(at + p.numel), p.value);
-    at += p.numel;
-  }
+  model.set_parameters(c.parameters.data());
   std::istringstream in(c.optimizer_state);
   try {
     optimizer.load_state(in);
@@ -268,17 +256,19 @@ void restore(const Checkpoint& c, Model& model, DistributedOptimizer& optimizer,
 
 TrainResult train(const TrainerOptions& options, const config::Config& config,
                   const FashionMnist& data, std::shared_ptr<CountingCommunicator> comm,
-                  const Checkpoint* resume) {
+                  const Checkpoint* resume, const kernels::Stream& stream) {
   const int world = comm->size(), rank = comm->rank();
   const bool is_root = rank == 0;
 
-  std::unique_ptr<Model> model = make_model(options.model, options.seed);
-  std::vector<ParameterSpec> specs;
-  for (const auto& p : model->parameters()) specs.push_back({p.name, p.value, p.numel});
+  // Note [The trainer on a device]
+  std::unique_ptr<TrainingModel> model =
+      make_training_model(options.model, options.seed, data, stream);
   DistributedOptimizerOptions dopt_options;
   dopt_options.config = config;
   dopt_options.read_environment = false;  // `config` already holds the environment
-  DistributedOptimizer optimizer(comm, make_optimizer(options), std::move(specs), dopt_options);
+  dopt_options.stream = stream;
+  DistributedOptimizer optimizer(comm, make_optimizer(options, stream), model->parameter_specs(),
+                                 dopt_options);
   model->bind_gradients(optimizer.gradient_views());
   // Mixed precision: every op of the model consults the policy the optimizer read
   // (GRADWIRE_AMP_ALLOW / GRADWIRE_AMP_DENY over the defaults), and backward scales the loss.
@@ -300,8 +290,14 @@ TrainResult train(const TrainerOptions& options, const config::Config& config,
   }
 
   std::vector<std::size_t> indices;
-  std::vector<float> images;
-  std::vector<std::uint8_t> labels;
+  struct StepEvents {
+    kernels::Event begin, backward_end, end;
+  };
+  StepEvents step_events[2];
+  // The first step of this process (allocations, cuDNN's and cuBLAS's set-up) is not timed.
+  const std::int64_t first_timed_step = resume != nullptr ? resume->steps : 0;
+  double compute_ms = 0, after_backward_ms = 0;
+  std::int64_t timed_steps = 0;
   const Model::GradientReadyFn on_ready = [&optimizer](std::size_t i) {
     optimizer.gradient_ready(i);
   };
@@ -377,10 +373,7 @@ TrainResult train(const TrainerOptions& options, const config::Config& config,
     c.step_in_epoch = at_end ? 0 : next_step;
     c.steps_per_epoch = steps_per_epoch;
     c.identity = identity;
-    c.parameters.reserve(model->num_parameters());
-    for (const auto& p : model->parameters()) {
-      c.parameters.insert(c.parameters.end(), p.value, p.value + p.numel);
-    }
+    c.parameters = model->parameters();
     std::ostringstream state;
     optimizer.save_state(state);
     c.optimizer_state = state.str();
@@ -425,14 +418,24 @@ TrainResult train(const TrainerOptions& options, const config::Config& config,
     for (std::size_t step = steps_done; step < steps_per_epoch; ++step) {
       if (reached_max_steps()) break;
       sharder.batch(static_cast<std::uint64_t>(epoch - 1), step, indices);
-      gather(data.train, indices, images, labels);
-      const double loss = model->forward_backward(images.data(), labels.data(), indices.size(),
-                                                  on_ready, optimizer.loss_scale());
+      // The step's time on the model's stream (Note [The trainer on a device]): read one step
+      // late, when train_step has waited for the stream anyway.
+      StepEvents& ev = step_events[result.steps % 2];
+      ev.begin.record(model->stream());
+      const double loss = model->train_step(indices, on_ready, optimizer.loss_scale());
+      ev.backward_end.record(model->stream());
+      if (result.steps > first_timed_step + 1) {
+        const StepEvents& prev = step_events[(result.steps - 1) % 2];
+        compute_ms += prev.backward_end.elapsed_ms_since(prev.begin);
+        after_backward_ms += prev.end.elapsed_ms_since(prev.backward_end);
+        ++timed_steps;
+      }
       loss_sum += loss;
       optimizer.report_loss(loss);
       const std::int64_t skipped_before =
           optimizer.loss_scaler() != nullptr ? optimizer.loss_scaler()->skipped_steps() : 0;
       optimizer.step();
+      ev.end.record(model->stream());
       ++result.steps;
       ++steps_done;
       const bool skipped = optimizer.loss_scaler() != nullptr &&
@@ -530,6 +533,17 @@ TrainResult train(const TrainerOptions& options, const config::Config& config,
       }
     }
   }
+  result.device.kind = model->stream().is_host() ? "cpu" : "cuda";
+  if (!model->stream().is_host()) {
+    result.device.name = kernels::cuda_device_name(model->stream().cuda_device());
+    result.device.peak_memory_bytes = kernels::cuda_memory_use().peak;
+  }
+  result.device.timed_steps = timed_steps;
+  std::tie(result.device.fp16_products, result.device.fp32_products) = model->products();
+  if (timed_steps > 0) {
+    result.device.compute_ms_per_step = compute_ms / static_cast<double>(timed_steps);
+    result.device.after_backward_ms_per_step = after_backward_ms / static_cast<double>(timed_steps);
+  }
   result.wall_seconds = synchronized_now(*comm) - run_start;
   result.final_test_accuracy = result.epochs.empty() ? 0.0 : result.epochs.back().test_accuracy;
   result.stopped_by_time_budget = stop && !result.diverged;
@@ -550,10 +564,7 @@ TrainResult train(const TrainerOptions& options, const config::Config& config,
     result.amp.scale_history = scaler->history();
   }
   if (is_root) {
-    result.final_parameters.reserve(model->num_parameters());
-    for (const auto& p : model->parameters()) {
-      result.final_parameters.insert(result.final_parameters.end(), p.value, p.value + p.numel);
-    }
+    result.final_parameters = model->parameters();
   }
   return result;
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/stream.h"
 #include "plugin/comm/counting_communicator.h"
 #include "plugin/config/config.h"
 #include "plugin/distributed_optimizer.h"
@@ -20,9 +21,9 @@ struct EpochResult {
   double loss = 0;  // mean training loss over the epoch's steps, averaged over ranks
   double test_accuracy = 0;
   double test_loss = 0;
-  double wall_seconds = 0;                // training and evaluation of this epoch
-  double train_seconds = 0;               // training only
-  std::uint64_t samples = 0;              // training samples processed by all ranks this epoch
+  double wall_seconds = 0;                 // training and evaluation of this epoch
+  double train_seconds = 0;                // training only
+  std::uint64_t samples = 0;               // training samples processed by all ranks this epoch
   std::uint64_t gradient_bytes_sent = 0;   // this rank (rank 0), this epoch
   std::uint64_t parameter_bytes_sent = 0;  // likewise (local SGD's averaging)
 };
@@ -30,8 +31,8 @@ struct EpochResult {
 // One evaluation of the test set, inside an epoch (--eval-every) or at its end. Under local SGD
 // the evaluated model is the ranks' average (Note [Evaluation points]).
 struct EvalPoint {
-  std::int64_t step = 0;   // steps done before it
-  double epoch = 0;        // step / steps per epoch
+  std::int64_t step = 0;     // steps done before it
+  double epoch = 0;          // step / steps per epoch
   double train_seconds = 0;  // training time before it, evaluation excluded (rank 0, synchronized)
   double wall_seconds = 0;   // wall time since the run started, evaluation included
   double test_accuracy = 0;
@@ -50,6 +51,22 @@ struct AmpResult {
   float final_scale = 1;
   std::int64_t skipped_steps = 0;
   std::vector<amp::ScaleChange> scale_history;  // [0] the initial scale, then each change
+};
+
+// Where rank 0 trained, and how its steps' time split (Note [The trainer on a device]). The times
+// are the model's stream's: CUDA events on a GPU, the host clock on the CPU.
+struct DeviceResult {
+  std::string kind = "cpu";             // cpu | cuda
+  std::string name;                     // the GPU's (cuda)
+  std::uint64_t peak_memory_bytes = 0;  // CUDA memory held in gradwire's buffers at most (cuda)
+  std::int64_t timed_steps = 0;
+  double compute_ms_per_step = 0;  // forward and backward, batch gather included
+  // From the end of backward to the end of the step: the exchange the backward did not hide,
+  // then the inner optimizer's update.
+  double after_backward_ms_per_step = 0;
+  // The model's matrix products (GEMMs, convolution passes) with fp16 and with fp32 operands over
+  // this process's steps and evaluations (cuda; mixed precision moves the allow-listed ones).
+  std::int64_t fp16_products = 0, fp32_products = 0;
 };
 
 struct TrainResult {
@@ -71,9 +88,10 @@ struct TrainResult {
   std::uint64_t samples = 0;  // training samples processed by all ranks
   std::vector<TrafficCounters> traffic_per_rank;       // gathered at the end, index = rank
   std::vector<CompressionStats> compression_per_rank;  // likewise
-  SyncStats sync;  // the same on every rank
+  SyncStats sync;                                      // the same on every rank
   AmpResult amp;
-  std::vector<float> final_parameters;                 // rank 0's, in registration order
+  DeviceResult device;
+  std::vector<float> final_parameters;  // rank 0's, in registration order
   // Checkpoints (docs/CHECKPOINT.md): the step this run resumed from (-1: a new run), and the
   // checkpoints this process wrote and the step of the last one (-1: none).
   std::int64_t resumed_from_step = -1;
@@ -83,14 +101,18 @@ struct TrainResult {
 
 struct Checkpoint;  // checkpoint.h
 
-// The inner optimizer the options name (sgd or adam), before gradwire wraps it.
-std::unique_ptr<Optimizer> make_optimizer(const TrainerOptions& options);
+// The inner optimizer the options name (sgd or adam), before gradwire wraps it, working where
+// `stream` works.
+std::unique_ptr<Optimizer> make_optimizer(const TrainerOptions& options,
+                                          const kernels::Stream& stream = kernels::Stream::host());
 
 // Runs the whole training on every rank of `comm`, or the rest of it from `resume`, this rank's
 // checkpoint of the step the ranks agreed on (checkpoint_files.h, agree_resume_point). Writes
-// checkpoints as options.checkpoint_path and checkpoint_every say. Collective.
+// checkpoints as options.checkpoint_path and checkpoint_every say. The model, its data and the
+// optimizer live where `stream` works (Note [The trainer on a device]). Collective.
 TrainResult train(const TrainerOptions& options, const config::Config& config,
                   const FashionMnist& data, std::shared_ptr<CountingCommunicator> comm,
-                  const Checkpoint* resume = nullptr);
+                  const Checkpoint* resume = nullptr,
+                  const kernels::Stream& stream = kernels::Stream::host());
 
 }  // namespace gw::trainer

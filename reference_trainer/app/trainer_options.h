@@ -10,6 +10,7 @@ namespace gw::trainer {
 struct TrainerOptions {
   std::string model = "mlp";      // mlp | cnn
   std::string optimizer = "sgd";  // sgd | adam
+  std::string device = "cpu";     // cpu | cuda (Note [The trainer on a device])
   int epochs = 3;
   std::size_t batch_size = 32;  // per rank
   double lr = 0.05;

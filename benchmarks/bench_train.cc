@@ -1,0 +1,262 @@
+// gradwire_bench_train: the reference trainer's steps per second on the CPU and on a GPU, side by
+// side in one run, and how much of a GPU step waits on the exchange.
+//
+//   gradwire_bench_train --device both --report train.json        (1 rank: the CPU on all cores)
+//   mpirun -np 2 gradwire_bench_train --device cuda --report t.json   (the exchange share)
+//
+// Every variant is one training step of gradwire_train's models (make_training_model, the data
+// set a synthetic one of Fashion-MNIST's shape in the device's memory): forward and backward,
+// the DistributedOptimizer's exchange and the inner SGD (momentum 0.9) update, the stream waited
+// for. The variants are timed in rotation (Note [Rotation]), one step each per iteration, and
+// compared by their medians of the slowest rank's time:
+//   <device>/<model>/b<batch>/<fp32|amp>   samples/s, for mlp and cnn, batch 32 and 256 per
+//           rank, without and with mixed precision (GRADWIRE_AMP=1: fp16 products on the tensor
+//           cores on a GPU);
+//   cuda/<model>/b256/{no_exchange,dense,dgc}   the step without a DistributedOptimizer (model and
+//           inner update only), with the dense exchange and with dgc: the share of the step
+//           spent on the exchange is 1 - no_exchange / strategy.
+// Targets (on an H100-class GPU): the CNN at batch 256 at least 50x the CPU's samples/s; under
+// dgc the step at most 1.1x the step without exchange. Without a usable GPU, --device cuda and
+// both are an error (exit 2).
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "benchmarks/bench_mpi_driver.h"
+#include "kernels/device.h"
+#include "plugin/comm/world_communicator.h"
+#include "plugin/config/params.h"
+#include "plugin/distributed_optimizer.h"
+#include "reference_trainer/app/training_model.h"
+#include "reference_trainer/optim/sgd.h"
+
+namespace {
+
+using gw::trainer::TrainingModel;
+
+constexpr const char* kMethod =
+    "median over rotating iterations of the slowest rank's time for one training step (forward, "
+    "backward, exchange, SGD update, the stream waited for) of gradwire_train's model on a "
+    "synthetic data set of Fashion-MNIST's shape; samples/s = batch x ranks / that time";
+
+gw::trainer::FashionMnist synthetic_data(std::size_t n) {
+  std::mt19937_64 rng(1);
+  std::uniform_real_distribution<float> pixel(0.0f, 1.0f);
+  gw::trainer::FashionMnist data;
+  for (gw::trainer::Dataset* d : {&data.train, &data.test}) {
+    d->rows = d->cols = 28;
+    d->images.resize(n * 784);
+    for (float& x : d->images) x = pixel(rng);
+    d->labels.resize(n);
+    for (auto& l : d->labels) l = static_cast<std::uint8_t>(rng() % 10);
+  }
+  return data;
+}
+
+std::unique_ptr<gw::Optimizer> sgd(const gw::kernels::Stream& stream) {
+  gw::trainer::Sgd::Options o;
+  o.lr = 0.01;
+  o.momentum = 0.9;
+  o.stream = stream;
+  return std::make_unique<gw::trainer::Sgd>(o);
+}
+
+// One step's worth of state: the model, and either a DistributedOptimizer or (no exchange) the
+// inner optimizer with gradient buffers of its own.
+struct Case {
+  std::unique_ptr<TrainingModel> model;
+  std::unique_ptr<gw::DistributedOptimizer> optimizer;
+  std::unique_ptr<gw::Optimizer> inner;  // no exchange
+  gw::kernels::Buffer<float> grads;      // no exchange
+  std::vector<gw::ParameterView> views;  // no exchange
+  std::vector<std::size_t> rows;
+  std::size_t batch = 0;
+
+  void step() {
+    if (optimizer) {
+      model->train_step(
+          rows, [this](std::size_t i) { optimizer->gradient_ready(i); }, optimizer->loss_scale());
+      optimizer->step();
+    } else {
+      model->train_step(rows, {}, 1.0f);
+      inner->step(views);
+    }
+    model->stream().synchronize();
+  }
+};
+
+struct CaseSpec {
+  std::string name, device, model, compressor;  // compressor "" : no exchange
+  std::size_t batch;
+  bool amp;
+};
+
+Case make_case(const CaseSpec& s, const gw::trainer::FashionMnist& data,
+               const std::shared_ptr<gw::CountingCommunicator>& comm,
+               const gw::kernels::Stream& stream) {
+  Case c;
+  c.batch = s.batch;
+  c.model = gw::trainer::make_training_model(s.model, 7, data, stream);
+  std::mt19937_64 rng(static_cast<std::uint64_t>(comm->rank() + 3));
+  for (std::size_t i = 0; i < s.batch; ++i) c.rows.push_back(rng() % data.train.size());
+  if (s.compressor.empty()) {
+    c.inner = sgd(stream);
+    c.grads = gw::kernels::Buffer<float>(c.model->num_parameters(), stream);
+    gw::kernels::fill_zero(c.grads.data(), c.model->num_parameters() * sizeof(float), stream);
+    std::vector<float*> g;
+    std::size_t at = 0;
+    for (const gw::ParameterSpec& p : c.model->parameter_specs()) {
+      g.push_back(c.grads.data() + at);
+      c.views.push_back({p.name, p.value, c.grads.data() + at, p.numel, 1.0f});
+      at += p.numel;
+    }
+    c.model->bind_gradients(g);
+    return c;
+  }
+  gw::DistributedOptimizerOptions o;
+  o.read_environment = false;
+  o.config.set(gw::config::keys::kCompressor, s.compressor);
+  if (s.amp) o.config.set(gw::config::keys::kAmp, "1");
+  o.config.set(gw::config::keys::kLogLevel, "warn");
+  o.stream = stream;
+  c.optimizer =
+      std::make_unique<gw::DistributedOptimizer>(comm, sgd(stream), c.model->parameter_specs(), o);
+  c.model->bind_gradients(c.optimizer->gradient_views());
+  if (s.amp) c.model->set_op_policy(&c.optimizer->amp_settings().ops);
+  return c;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string report_path, device = "cpu", models = "mlp,cnn", batches = "32,256";
+  int iterations = 20, warm = 3;
+  CLI::App app{"gradwire_train's steps on the CPU and on a GPU, side by side (under mpirun)"};
+  app.add_option("--report", report_path, "Write the JSON report here (rank 0)");
+  app.add_option("--device", device, "cpu, cuda, or both side by side")
+      ->check(CLI::IsMember({"cpu", "cuda", "both"}))
+      ->capture_default_str();
+  app.add_option("--models", models, "Models, comma-separated (mlp, cnn)")->capture_default_str();
+  app.add_option("--batches", batches, "Batch sizes per rank, comma-separated")
+      ->capture_default_str();
+  app.add_option("--iterations", iterations, "Timed steps per variant")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  app.add_option("--warm-up", warm, "Untimed steps per variant first")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  const bool cpu = device != "cuda", cuda = device != "cpu";
+  if (cuda && !gw::kernels::cuda_device_available()) {
+    std::fprintf(stderr,
+                 "gradwire_bench_train: --device %s: no usable CUDA device here; use "
+                 "--device cpu\n",
+                 device.c_str());
+    return 2;
+  }
+  const auto split = [](const std::string& text) {
+    std::vector<std::string> out;
+    std::size_t at = 0;
+    while (at <= text.size()) {
+      const std::size_t end = std::min(text.find(',', at), text.size());
+      if (end > at) out.push_back(text.substr(at, end - at));
+      at = end + 1;
+    }
+    return out;
+  };
+  std::vector<std::size_t> batch_sizes;
+  for (const std::string& b : split(batches)) batch_sizes.push_back(std::stoul(b));
+
+  gw::bench::MpiBench bench("gradwire_bench_train", report_path, &argc, &argv);
+  const int n = bench.size();
+  gw::kernels::Stream gpu = gw::kernels::Stream::host();
+  if (cuda) gpu = gw::kernels::Stream::cuda(gw::default_cuda_device());
+  const gw::trainer::FashionMnist data = synthetic_data(4096);
+
+  std::vector<CaseSpec> specs;
+  for (const std::string& dev : {std::string("cpu"), std::string("cuda")}) {
+    if ((dev == "cpu" && !cpu) || (dev == "cuda" && !cuda)) continue;
+    for (const std::string& m : split(models)) {
+      for (std::size_t b : batch_sizes) {
+        for (bool amp : {false, true}) {
+          specs.push_back({dev + "/" + m + "/b" + std::to_string(b) + (amp ? "/amp" : "/fp32"), dev,
+                           m, "none", b, amp});
+        }
+      }
+      if (dev == "cuda") {
+        for (const char* c : {"", "none", "dgc"}) {
+          const std::string what =
+              *c == '\0' ? "no_exchange" : (std::string(c) == "none" ? "dense" : c);
+          specs.push_back({dev + "/" + m + "/b256/" + what, dev, m, c, 256, false});
+        }
+      }
+    }
+  }
+  std::vector<Case> cases;
+  for (const CaseSpec& s : specs) {
+    cases.push_back(
+        make_case(s, data, bench.comm(), s.device == "cuda" ? gpu : gw::kernels::Stream::host()));
+  }
+  gw::bench::Variants variants;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    variants.push_back({specs[i].name, [&cases, i] { cases[i].step(); }});
+  }
+  gw::bench::warm_up(variants, warm);
+  const std::vector<double> med = gw::bench::rotate_medians(variants, iterations, {});
+
+  nlohmann::json rows = nlohmann::json::object();
+  std::map<std::string, double> sps;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    const double s = med[i];
+    sps[specs[i].name] = static_cast<double>(specs[i].batch * static_cast<std::size_t>(n)) / s;
+    rows[specs[i].name] = {{"step_seconds", s}, {"samples_per_second", sps[specs[i].name]}};
+  }
+  std::vector<gw::bench::Target> targets;
+  nlohmann::json speedups = nlohmann::json::object(), shares = nlohmann::json::object();
+  if (bench.rank() == 0) std::printf("# gradwire_bench_train: %d rank(s)\n", n);
+  for (const auto& [name, value] : sps) {
+    if (bench.rank() == 0) {
+      std::printf("  %-28s %10.0f samples/s  (%.3f ms/step)\n", name.c_str(), value,
+                  rows[name]["step_seconds"].get<double>() * 1e3);
+    }
+    if (cpu && cuda && name.rfind("cuda/", 0) == 0 && sps.count("cpu/" + name.substr(5))) {
+      const double x = value / sps["cpu/" + name.substr(5)];
+      speedups[name.substr(5)] = x;
+      if (name == "cuda/cnn/b256/fp32") {
+        targets.push_back(
+            gw::bench::at_least(gw::bench::format("cnn batch 256 GPU samples/s vs CPU: %.1fx", x),
+                                x, 50.0, "cnn_b256_speedup_min", "cnn_b256_speedup_met"));
+      }
+    }
+  }
+  for (const std::string& m : split(models)) {
+    const std::string base = "cuda/" + m + "/b256/";
+    if (!rows.contains(base + "no_exchange")) continue;
+    const double none = rows[base + "no_exchange"]["step_seconds"].get<double>();
+    for (const char* c : {"dense", "dgc"}) {
+      const double t = rows[base + c]["step_seconds"].get<double>();
+      shares[m + "/" + c] = {{"step_vs_no_exchange", t / none},
+                             {"share_waiting_on_exchange", std::max(0.0, 1.0 - none / t)}};
+      if (std::string(c) == "dgc") {
+        targets.push_back(gw::bench::at_most(
+            gw::bench::format("%s batch 256 dgc step vs no exchange: %.3fx", m.c_str(), t / none),
+            t / none, 1.1, m + "_dgc_step_vs_no_exchange_max", m + "_dgc_step_met"));
+      }
+    }
+  }
+  return bench.conclude(
+      targets, kMethod,
+      {{"iterations", iterations},
+       {"device", cuda ? gw::kernels::cuda_device_name(gpu.cuda_device()) : "cpu"},
+       {"variants", rows},
+       {"gpu_vs_cpu_samples_per_second", speedups},
+       {"exchange", shares}});
+}

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# gpu_trainer.sh BIN MPIEXEC ROOT: gradwire_train --device cuda against --device cpu
+# (Note [The trainer on a device]). Skips (exit 77) without a usable GPU or without the data set.
+#  1. The first 20 steps of the MLP and the CNN, fp32, at 1 rank and at 2 ranks sharing the GPU
+#     (MPI staging): parameters within 1e-3 (normwise relative, gradwire_compare_params) of the
+#     CPU run's. Not bit for bit: cuBLAS and cuDNN sum in another order than OpenBLAS and im2col,
+#     and 20 momentum steps carry that forward.
+#  2. One epoch of each strategy (none, fp16, topk, dgc, local_sgd; 2 ranks, MLP): the GPU run's
+#     test accuracy within 0.5 point of the CPU run's.
+#  3. GRADWIRE_AMP=1 on the GPU: the report counts the model's products with fp16 operands
+#     (every linear pass), and none without it.
+set -eu
+bin=$1; mpiexec=$2; root=$3
+if ! python3 "$root/tools/gpu_probe.py" >/dev/null 2>&1; then
+  echo "SKIPPED: no usable CUDA GPU here"; exit 77
+fi
+data=${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
+if [ ! -e "$data/train-images-idx3-ubyte.gz" ] && [ ! -e "$data/train-images-idx3-ubyte" ]; then
+  echo "SKIPPED: no Fashion-MNIST in $data (set FASHION_MNIST_DIR)"; exit 77
+fi
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+common=(--data-dir "$data" --no-progress --test-subset 2000)
+fail=0
+
+for model in mlp cnn; do
+  for np in 1 2; do
+    for device in cpu cuda; do
+      "$mpiexec" -n "$np" "$bin/gradwire_train" "${common[@]}" --model "$model" --max-steps 20 \
+        --seed 5 --device "$device" --save-params "$work/$model-$np-$device.bin" \
+        > "$work/$model-$np-$device.log" 2>&1 || { cat "$work/$model-$np-$device.log"; exit 1; }
+    done
+    echo "== $model, $np rank(s): first 20 steps, cuda against cpu"
+    "$bin/gradwire_compare_params" "$work/$model-$np-cuda.bin" "$work/$model-$np-cpu.bin" \
+      --max-rel-diff 1e-3 || fail=1
+  done
+done
+
+for strategy in none fp16 topk dgc local_sgd; do
+  env=()
+  case $strategy in
+    local_sgd) env=(GRADWIRE_SYNC=local_sgd) ;;
+    *) env=(GRADWIRE_COMPRESSOR=$strategy) ;;
+  esac
+  for device in cpu cuda; do
+    env "${env[@]}" "$mpiexec" -n 2 "$bin/gradwire_train" "${common[@]}" --test-subset 0 \
+      --epochs 1 --device "$device" --report "$work/$strategy-$device.json" \
+      > "$work/$strategy-$device.log" 2>&1 || { cat "$work/$strategy-$device.log"; exit 1; }
+  done
+  python3 - "$strategy" "$work/$strategy-cpu.json" "$work/$strategy-cuda.json" <<'PY' || fail=1
+import json, sys
+name, cpu, gpu = sys.argv[1], json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
+a, b = cpu["final_test_accuracy"], gpu["final_test_accuracy"]
+d = gpu["device"]
+print(f"== {name}: one epoch, test accuracy cpu {a:.4f}, cuda {b:.4f} ({d['name']}, "
+      f"{gpu['samples_per_second']:.0f} samples/s against {cpu['samples_per_second']:.0f})")
+sys.exit(0 if abs(a - b) <= 0.005 else 1)
+PY
+done
+
+GRADWIRE_AMP=1 "$mpiexec" -n 1 "$bin/gradwire_train" "${common[@]}" --max-steps 20 \
+  --device cuda --report "$work/amp.json" > "$work/amp.log" 2>&1 || { cat "$work/amp.log"; exit 1; }
+python3 - "$work/amp.json" "$work/none-cuda.json" <<'PY' || fail=1
+import json, sys
+amp, fp32 = json.load(open(sys.argv[1]))["device"], json.load(open(sys.argv[2]))["device"]
+print(f"== AMP on the GPU: {amp['fp16_products']} fp16 products, {amp['fp32_products']} fp32; "
+      f"without AMP {fp32['fp16_products']} fp16")
+sys.exit(0 if amp["fp16_products"] > 0 and fp32["fp16_products"] == 0 else 1)
+PY
+exit $fail
