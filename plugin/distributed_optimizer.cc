@@ -124,6 +124,7 @@ void DistributedOptimizer::gradient_ready(std::size_t i) {
 
 void DistributedOptimizer::begin_gradients() {
   timeline_.gradients_begin(params_.stream());
+  exchange_timed_ = false;
   if (steps_ == measure_from_step_) {
     bytes_at_warmup_end_ = comm_->counters()[TrafficKind::kGradient].sent_bytes;
   }
@@ -178,7 +179,10 @@ void DistributedOptimizer::run_job(std::size_t b) {
   switch (job) {
     case Job::kExchange:
       timeline_.mark(t.started, comm_stream_);
+      if (!exchange_timed_) exchange_begin_.record(comm_stream_);
+      exchange_timed_ = true;
       exchange_bucket(b);
+      exchange_end_.record(comm_stream_);
       t.exchange_ran = true;
       if (amp_.checks_after_exchange(true)) check_bucket(b);
       break;
@@ -291,6 +295,10 @@ void DistributedOptimizer::collect_gradients() {
   } else if (g.job == Job::kExchange && amp_.enabled()) {
     g.overflow = g.job_overflow;  // checked after the exchange, the same bits on every rank
   }
+  // Every job has synchronised the communication stream: the events are complete.
+  last_exchange_ms_ = g.job == Job::kExchange && exchange_timed_
+                          ? exchange_end_.elapsed_ms_since(exchange_begin_)
+                          : 0.0;
   if (g.job == Job::kExchange) {
     local_sgd_->count_gradient_exchange();
     g.exchanged = true;

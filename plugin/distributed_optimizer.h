@@ -127,6 +127,11 @@ class DistributedOptimizer {
   // the order the engine ran their jobs in (tests check it is the plan order on every rank).
   const fusion::BucketPlan& bucket_plan() const { return plan_; }
   const std::vector<std::size_t>& last_run_order() const { return run_order_; }
+  // Milliseconds from the start of the last step's first bucket exchange to the end of its last,
+  // on the communication stream: CUDA events on a device, the host clock on the host. The span
+  // overlaps backward where the buckets went out during it. 0 after a step that exchanged no
+  // gradients (a local step).
+  double last_exchange_ms() const { return last_exchange_ms_; }
   // This rank's timeline file (GRADWIRE_TIMELINE), or "" when off.
   std::string timeline_path() const { return timeline_.path(); }
 
@@ -260,6 +265,11 @@ class DistributedOptimizer {
   // optimizer's own on the program's device; one event per bucket marks its gradients written.
   kernels::Stream comm_stream_ = kernels::Stream::host();
   std::vector<kernels::Event> bucket_ready_;
+  // The step's first exchange job's start and its last one's end (last_exchange_ms); written by
+  // the engine's jobs, read once the engine is idle.
+  kernels::Event exchange_begin_, exchange_end_;
+  bool exchange_timed_ = false;
+  double last_exchange_ms_ = 0;
   std::string gradient_wire_;
   // Tensor fusion (Note [Buckets in the step]): one view and one exchange (its reusable buffers)
   // per bucket of the flat gradient buffer.

@@ -243,14 +243,17 @@ nlohmann::json make_report(const TrainerOptions& options, const config::Config& 
         {"timed_steps", result.device.timed_steps},
         {"compute_ms_per_step", result.device.compute_ms_per_step},
         {"after_backward_ms_per_step", result.device.after_backward_ms_per_step},
+        {"exchange_ms_per_step", result.device.exchange_ms_per_step},
         {"fp16_products", result.device.fp16_products},
         {"fp32_products", result.device.fp32_products}}},
       {"device_is",
        "rank 0's device; per step (mean over the timed steps, the first excluded), times on the "
        "model's stream (CUDA events on a GPU, the host clock on the CPU): forward and backward "
        "with the batch gather, then from backward's end to the step's end (the exchange backward "
-       "did not hide, and the optimizer update); peak CUDA memory held in gradwire's buffers; the "
-       "model's matrix products (GEMMs and convolution passes) by operand precision (GPU mode)"},
+       "did not hide, and the optimizer update), and the exchange's span on the communication "
+       "stream (first bucket's start to last bucket's end); peak CUDA memory held in gradwire's "
+       "buffers; the model's matrix products (GEMMs and convolution passes) by operand "
+       "precision (GPU mode)"},
       {"traffic_is",
        "bytes per rank from gradwire's communicator counters (see "
        "Note [What the counters count] in plugin/comm/counting_communicator.h)"},
@@ -324,11 +327,13 @@ std::string summary_text(const nlohmann::json& r) {
   }
   if (r.contains("device") && r["device"]["kind"] == "cuda") {
     const auto& d = r["device"];
-    std::snprintf(
-        line, sizeof line,
-        "%-28s %s: %.3f ms compute, %.3f ms after backward per step; peak %.1f MB\n", "device",
-        d["name"].get<std::string>().c_str(), d["compute_ms_per_step"].get<double>(),
-        d["after_backward_ms_per_step"].get<double>(), d["peak_memory_bytes"].get<double>() / mb);
+    std::snprintf(line, sizeof line,
+                  "%-28s %s: %.3f ms compute, %.3f ms exchange, %.3f ms after backward per step; "
+                  "peak %.1f MB\n",
+                  "device", d["name"].get<std::string>().c_str(),
+                  d["compute_ms_per_step"].get<double>(), d["exchange_ms_per_step"].get<double>(),
+                  d["after_backward_ms_per_step"].get<double>(),
+                  d["peak_memory_bytes"].get<double>() / mb);
     out << line;
   }
   const auto& amp = r["amp"];

@@ -296,7 +296,8 @@ TrainResult train(const TrainerOptions& options, const config::Config& config,
   StepEvents step_events[2];
   // The first step of this process (allocations, cuDNN's and cuBLAS's set-up) is not timed.
   const std::int64_t first_timed_step = resume != nullptr ? resume->steps : 0;
-  double compute_ms = 0, after_backward_ms = 0;
+  double compute_ms = 0, after_backward_ms = 0, exchange_ms = 0;
+  std::int64_t exchange_steps = 0;
   std::int64_t timed_steps = 0;
   const Model::GradientReadyFn on_ready = [&optimizer](std::size_t i) {
     optimizer.gradient_ready(i);
@@ -436,6 +437,10 @@ TrainResult train(const TrainerOptions& options, const config::Config& config,
           optimizer.loss_scaler() != nullptr ? optimizer.loss_scaler()->skipped_steps() : 0;
       optimizer.step();
       ev.end.record(model->stream());
+      if (result.steps > first_timed_step) {
+        exchange_ms += optimizer.last_exchange_ms();
+        ++exchange_steps;
+      }
       ++result.steps;
       ++steps_done;
       const bool skipped = optimizer.loss_scaler() != nullptr &&
@@ -543,6 +548,9 @@ TrainResult train(const TrainerOptions& options, const config::Config& config,
   if (timed_steps > 0) {
     result.device.compute_ms_per_step = compute_ms / static_cast<double>(timed_steps);
     result.device.after_backward_ms_per_step = after_backward_ms / static_cast<double>(timed_steps);
+  }
+  if (exchange_steps > 0) {
+    result.device.exchange_ms_per_step = exchange_ms / static_cast<double>(exchange_steps);
   }
   result.wall_seconds = synchronized_now(*comm) - run_start;
   result.final_test_accuracy = result.epochs.empty() ? 0.0 : result.epochs.back().test_accuracy;

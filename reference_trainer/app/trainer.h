@@ -64,6 +64,10 @@ struct DeviceResult {
   // From the end of backward to the end of the step: the exchange the backward did not hide,
   // then the inner optimizer's update.
   double after_backward_ms_per_step = 0;
+  // From the first bucket's exchange start to the last one's end on the communication stream
+  // (DistributedOptimizer::last_exchange_ms), overlapping backward where it can; local steps
+  // count 0.
+  double exchange_ms_per_step = 0;
   // The model's matrix products (GEMMs, convolution passes) with fp16 and with fp32 operands over
   // this process's steps and evaluations (cuda; mixed precision moves the allow-listed ones).
   std::int64_t fp16_products = 0, fp32_products = 0;

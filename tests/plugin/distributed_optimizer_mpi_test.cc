@@ -3,6 +3,7 @@
 // errors on every rank instead of hangs.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <istream>
 #include <ostream>
 #include <sstream>
@@ -141,6 +142,24 @@ TEST(DistributedOptimizer, AScaleAcceptingOptimizerGetsTheSumAndOneOverN) {
   EXPECT_EQ(f.comm->counters()[TrafficKind::kGradient].calls, calls);
   EXPECT_EQ(f.inner->seen[0][0], (n + 1) / 2.0f);
   EXPECT_EQ(f.inner->scales, std::vector<float>(2, 1.0f));
+}
+
+// The exchange's span for the trainer's report (the host clock here): positive once a step has
+// exchanged, and inside the time the step took from its first gradient_ready.
+TEST(DistributedOptimizer, LastExchangeSpansTheStepsExchanges) {
+  Fixture f;
+  DistributedOptimizer opt = f.make();
+  EXPECT_EQ(opt.last_exchange_ms(), 0.0);
+  for (int step = 0; step < 3; ++step) {
+    const auto begin = std::chrono::steady_clock::now();
+    opt.gradient_ready(1);
+    opt.gradient_ready(0);
+    opt.step();
+    const double wall_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
+    EXPECT_GT(opt.last_exchange_ms(), 0.0);
+    EXPECT_LE(opt.last_exchange_ms(), wall_ms);
+  }
 }
 
 TEST(DistributedOptimizer, SumReductionLeavesTheSum) {
