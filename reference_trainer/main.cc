@@ -69,7 +69,10 @@ int run(const gw::trainer::TrainerOptions& options, const gw::config::Config& co
   // GPU (Note [The trainer on a device]) auto takes NCCL when every rank has a GPU of its own.
   gw::BackendChoice backend;
   const bool on_gpu = options.device == "cuda";
-  const int cuda_device = on_gpu ? gw::default_cuda_device() : -1;
+  // Collective: every rank asks, whatever its --device, so that a rank with another --device
+  // reaches the agreement check below instead of a mismatched collective.
+  const int local_device = gw::default_cuda_device();
+  const int cuda_device = on_gpu ? local_device : -1;
   const gw::kernels::Stream stream =
       on_gpu ? gw::kernels::Stream::cuda(cuda_device) : gw::kernels::Stream::host();
   std::unique_ptr<gw::Communicator> world = gw::make_world_communicator(
