@@ -22,12 +22,6 @@ void broadcast_rows(const float* bias, std::size_t rows, std::size_t cols, float
   cuda::broadcast_rows(bias, rows, cols, y, stream.native());
 }
 
-void bias_add_rows(float* y, const float* bias, std::size_t rows, std::size_t cols,
-                   const Stream& stream) {
-  if (stream.is_host()) return cpu::bias_add_rows(y, bias, rows, cols);
-  cuda::bias_add_rows(y, bias, rows, cols, stream.native());
-}
-
 void bias_grad(const float* dy, std::size_t rows, std::size_t cols, float* db,
                const Stream& stream) {
   if (stream.is_host()) return cpu::bias_grad(dy, rows, cols, db);
@@ -56,12 +50,6 @@ std::size_t first_bad_label(const std::uint8_t* labels, std::size_t rows, std::s
                             const Stream& stream) {
   if (stream.is_host()) return cpu::first_bad_label(labels, rows, classes);
   return cuda::first_bad_label(labels, rows, classes, stream.native());
-}
-
-void argmax_rows(const float* x, std::size_t rows, std::size_t cols, std::uint32_t* out,
-                 const Stream& stream) {
-  if (stream.is_host()) return cpu::argmax_rows(x, rows, cols, out);
-  cuda::argmax_rows(x, rows, cols, out, stream.native());
 }
 
 std::size_t count_correct(const float* logits, const std::uint8_t* labels, std::size_t rows,

@@ -43,12 +43,6 @@ void relu_backward(const float* x, const float* dy, float* dx, std::size_t n, co
 void broadcast_rows(const float* bias, std::size_t rows, std::size_t cols, float* y,
                     const Stream& stream);
 
-// y[r, c] += bias[c]: the bias added after the product, for a device layer whose GEMM writes y.
-// Not what linear.cc does (its GEMM adds onto the bias: another rounding), so it is not
-// bit-identical to it.
-void bias_add_rows(float* y, const float* bias, std::size_t rows, std::size_t cols,
-                   const Stream& stream);
-
 // db[c] = the column sum of dy [rows, cols], from 0.0f, adding rows in order r = 0, 1, ...
 // (linear.cc's loop; a fixed order, so the sum is the same on every device).
 void bias_grad(const float* dy, std::size_t rows, std::size_t cols, float* db,
@@ -75,12 +69,9 @@ void softmax_cross_entropy_backward(const float* probs, const std::uint8_t* labe
 std::size_t first_bad_label(const std::uint8_t* labels, std::size_t rows, std::size_t classes,
                             const Stream& stream);
 
-// out[r] = the index of row r's largest value, the first of equal ones (std::max_element's rule:
-// a later value wins only when it is greater, so NaN never does, and a NaN first stays).
-void argmax_rows(const float* x, std::size_t rows, std::size_t cols, std::uint32_t* out,
-                 const Stream& stream);
-
-// How many rows' argmax (argmax_rows) equals their label. Waits for the stream.
+// How many rows' argmax equals their label. A row's argmax is the index of its largest value,
+// the first of equal ones (std::max_element's rule: a later value wins only when it is greater,
+// so NaN never does, and a NaN first stays). Waits for the stream.
 std::size_t count_correct(const float* logits, const std::uint8_t* labels, std::size_t rows,
                           std::size_t classes, const Stream& stream);
 

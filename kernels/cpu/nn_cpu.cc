@@ -23,13 +23,6 @@ void broadcast_rows(const float* bias, std::size_t rows, std::size_t cols, float
   for (std::size_t r = 0; r < rows; ++r) std::copy(bias, bias + cols, y + r * cols);
 }
 
-void bias_add_rows(float* y, const float* bias, std::size_t rows, std::size_t cols) {
-  for (std::size_t r = 0; r < rows; ++r) {
-    float* row = y + r * cols;
-    for (std::size_t c = 0; c < cols; ++c) row[c] += bias[c];
-  }
-}
-
 void bias_grad(const float* dy, std::size_t rows, std::size_t cols, float* db) {
   std::fill(db, db + cols, 0.0f);
   for (std::size_t r = 0; r < rows; ++r) {
@@ -74,12 +67,6 @@ std::size_t first_bad_label(const std::uint8_t* labels, std::size_t rows, std::s
 
 std::size_t argmax_row(const float* row, std::size_t cols) {
   return static_cast<std::size_t>(std::max_element(row, row + cols) - row);
-}
-
-void argmax_rows(const float* x, std::size_t rows, std::size_t cols, std::uint32_t* out) {
-  for (std::size_t r = 0; r < rows; ++r) {
-    out[r] = static_cast<std::uint32_t>(argmax_row(x + r * cols, cols));
-  }
 }
 
 std::size_t count_correct(const float* logits, const std::uint8_t* labels, std::size_t rows,

@@ -13,7 +13,6 @@ namespace gw::kernels::cpu {
 void relu_forward(const float* x, float* y, std::size_t n);
 void relu_backward(const float* x, const float* dy, float* dx, std::size_t n);
 void broadcast_rows(const float* bias, std::size_t rows, std::size_t cols, float* y);
-void bias_add_rows(float* y, const float* bias, std::size_t rows, std::size_t cols);
 void bias_grad(const float* dy, std::size_t rows, std::size_t cols, float* db);
 void softmax_cross_entropy_forward(const float* logits, const std::uint8_t* labels,
                                    std::size_t rows, std::size_t classes, float* probs,
@@ -23,7 +22,6 @@ void softmax_cross_entropy_backward(const float* probs, const std::uint8_t* labe
                                     float* grad);
 std::size_t first_bad_label(const std::uint8_t* labels, std::size_t rows, std::size_t classes);
 std::size_t argmax_row(const float* row, std::size_t cols);
-void argmax_rows(const float* x, std::size_t rows, std::size_t cols, std::uint32_t* out);
 std::size_t count_correct(const float* logits, const std::uint8_t* labels, std::size_t rows,
                           std::size_t classes);
 void max_pool2d_forward(const float* x, std::size_t planes, std::size_t h, std::size_t w,

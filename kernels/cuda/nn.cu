@@ -18,10 +18,6 @@ void broadcast_rows(const float* bias, std::size_t rows, std::size_t cols, float
   thrust_algo::broadcast_rows(on_stream(stream), bias, rows, cols, y);
 }
 
-void bias_add_rows(float* y, const float* bias, std::size_t rows, std::size_t cols, void* stream) {
-  thrust_algo::bias_add_rows(on_stream(stream), y, bias, rows, cols);
-}
-
 void bias_grad(const float* dy, std::size_t rows, std::size_t cols, float* db, void* stream) {
   thrust_algo::bias_grad(on_stream(stream), dy, rows, cols, db);
 }
@@ -43,11 +39,6 @@ void softmax_cross_entropy_backward(const float* probs, const std::uint8_t* labe
 std::size_t first_bad_label(const std::uint8_t* labels, std::size_t rows, std::size_t classes,
                             void* stream) {
   return thrust_algo::first_bad_label(on_stream_synced(stream), labels, rows, classes);
-}
-
-void argmax_rows(const float* x, std::size_t rows, std::size_t cols, std::uint32_t* out,
-                 void* stream) {
-  thrust_algo::argmax_rows(on_stream(stream), x, rows, cols, out);
 }
 
 std::size_t count_correct(const float* logits, const std::uint8_t* labels, std::size_t rows,

@@ -15,7 +15,6 @@ namespace gw::kernels::cuda {
 void relu_forward(const float* x, float* y, std::size_t n, void* stream);
 void relu_backward(const float* x, const float* dy, float* dx, std::size_t n, void* stream);
 void broadcast_rows(const float* bias, std::size_t rows, std::size_t cols, float* y, void* stream);
-void bias_add_rows(float* y, const float* bias, std::size_t rows, std::size_t cols, void* stream);
 void bias_grad(const float* dy, std::size_t rows, std::size_t cols, float* db, void* stream);
 void softmax_cross_entropy_forward(const float* logits, const std::uint8_t* labels,
                                    std::size_t rows, std::size_t classes, float* probs, float* loss,
@@ -25,8 +24,6 @@ void softmax_cross_entropy_backward(const float* probs, const std::uint8_t* labe
                                     void* stream);
 std::size_t first_bad_label(const std::uint8_t* labels, std::size_t rows, std::size_t classes,
                             void* stream);
-void argmax_rows(const float* x, std::size_t rows, std::size_t cols, std::uint32_t* out,
-                 void* stream);
 std::size_t count_correct(const float* logits, const std::uint8_t* labels, std::size_t rows,
                           std::size_t classes, void* stream);
 void max_pool2d_forward(const float* x, std::size_t planes, std::size_t h, std::size_t w,

@@ -104,9 +104,6 @@ void relu_backward(const float*, const float*, float*, std::size_t, void*) {
 void broadcast_rows(const float*, std::size_t, std::size_t, float*, void*) {
   throw_unavailable("broadcast_rows");
 }
-void bias_add_rows(float*, const float*, std::size_t, std::size_t, void*) {
-  throw_unavailable("bias_add_rows");
-}
 void bias_grad(const float*, std::size_t, std::size_t, float*, void*) {
   throw_unavailable("bias_grad");
 }
@@ -120,9 +117,6 @@ void softmax_cross_entropy_backward(const float*, const std::uint8_t*, std::size
 }
 std::size_t first_bad_label(const std::uint8_t*, std::size_t, std::size_t, void*) {
   throw_unavailable("first_bad_label");
-}
-void argmax_rows(const float*, std::size_t, std::size_t, std::uint32_t*, void*) {
-  throw_unavailable("argmax_rows");
 }
 std::size_t count_correct(const float*, const std::uint8_t*, std::size_t, std::size_t, void*) {
   throw_unavailable("count_correct");

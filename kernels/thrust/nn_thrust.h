@@ -58,13 +58,6 @@ struct BroadcastRowsOp {
   GW_HOST_DEVICE float operator()(std::size_t i) const { return bias[i % cols]; }
 };
 
-struct BiasAddRowsOp {
-  float* y;
-  const float* bias;
-  std::size_t cols;
-  GW_HOST_DEVICE void operator()(std::size_t i) const { y[i] = add_rn(y[i], bias[i % cols]); }
-};
-
 // Column c of dy summed from 0.0f in row order, as linear.cc's loop adds row after row.
 struct BiasGradOp {
   const float* dy;
@@ -121,15 +114,6 @@ struct BadLabelOp {
   const std::uint8_t* labels;
   std::size_t classes;
   GW_HOST_DEVICE bool operator()(std::size_t r) const { return labels[r] >= classes; }
-};
-
-struct ArgmaxRowOp {
-  const float* x;
-  std::size_t cols;
-  std::uint32_t* out;
-  GW_HOST_DEVICE void operator()(std::size_t r) const {
-    out[r] = static_cast<std::uint32_t>(first_max(x + r * cols, cols));
-  }
 };
 
 struct CorrectRowOp {
@@ -274,14 +258,6 @@ void broadcast_rows(const Policy& policy, const float* bias, std::size_t rows, s
 }
 
 template <class Policy>
-void bias_add_rows(const Policy& policy, float* y, const float* bias, std::size_t rows,
-                   std::size_t cols) {
-  if (rows == 0 || cols == 0) return;
-  const thrust::counting_iterator<std::size_t> first(0);
-  thrust::for_each(policy, first, first + rows * cols, BiasAddRowsOp{y, bias, cols});
-}
-
-template <class Policy>
 void bias_grad(const Policy& policy, const float* dy, std::size_t rows, std::size_t cols,
                float* db) {
   if (cols == 0) return;
@@ -316,14 +292,6 @@ std::size_t first_bad_label(const Policy& policy, const std::uint8_t* labels, st
   if (rows == 0) return 0;
   const thrust::counting_iterator<std::size_t> first(0);
   return *thrust::find_if(policy, first, first + rows, BadLabelOp{labels, classes});
-}
-
-template <class Policy>
-void argmax_rows(const Policy& policy, const float* x, std::size_t rows, std::size_t cols,
-                 std::uint32_t* out) {
-  if (rows == 0) return;
-  const thrust::counting_iterator<std::size_t> first(0);
-  thrust::for_each(policy, first, first + rows, ArgmaxRowOp{x, cols, out});
 }
 
 // The policy must wait for its stream, as first_bad_label's.

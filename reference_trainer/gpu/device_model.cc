@@ -14,6 +14,7 @@
 #include "reference_trainer/nn/gemm.h"
 #include "reference_trainer/nn/linear.h"
 #include "reference_trainer/nn/max_pool2d.h"
+#include "reference_trainer/nn/precision.h"
 #include "reference_trainer/nn/relu.h"
 #include "reference_trainer/nn/softmax_cross_entropy.h"
 
@@ -432,14 +433,6 @@ std::unique_ptr<Layer> device_layer(const ModelLayer& l, Products& products) {
                               ") has no device version");
 }
 
-// binary16's value of x, as SoftmaxCrossEntropy rounds a sample's loss in fp16.
-float round_to_half(float x) {
-  Half h;
-  kernels::cast_fp32_to_fp16(&x, &h, 1, Stream::host());
-  kernels::cast_fp16_to_fp32(&h, &x, 1, Stream::host());
-  return x;
-}
-
 }  // namespace
 
 DeviceModel::DeviceModel(const Model& model, const Stream& stream)
@@ -532,8 +525,8 @@ const float* DeviceModel::run_forward(const float* images, std::size_t batch, bo
   return x;
 }
 
-void DeviceModel::check_labels(const std::uint8_t* labels, std::size_t batch,
-                               const char* who) const {
+void DeviceModel::check_labels(const std::uint8_t* labels, std::size_t batch, const char* who,
+                               bool read_from_device) const {
   if (labels == nullptr) {
     throw std::invalid_argument(std::string("DeviceModel::") + who + ": null labels");
   }
@@ -542,7 +535,7 @@ void DeviceModel::check_labels(const std::uint8_t* labels, std::size_t batch,
     for (std::size_t r = 0; r < batch && bad == batch; ++r) {
       if (labels[r] >= num_classes_) bad = r;
     }
-  } else if (std::string(who) == "evaluate") {
+  } else if (read_from_device) {
     bad = kernels::first_bad_label(labels, batch, num_classes_, stream_);
   }
   if (bad == batch) return;
@@ -577,17 +570,13 @@ double DeviceModel::loss_sum(std::size_t batch) {
   float* host = loss_host_.reserve_discard(batch);
   kernels::copy_bytes(host, loss_rows_.data(), batch * sizeof(float), stream_);
   stream_.synchronize();
-  double sum = 0.0;
-  for (std::size_t r = 0; r < batch; ++r) {
-    sum += static_cast<double>(loss_half_ ? round_to_half(host[r]) : host[r]);
-  }
-  return sum;
+  return sum_sample_losses(host, batch, loss_half_);
 }
 
 float DeviceModel::forward_backward(const float* images, const std::uint8_t* labels,
                                     std::size_t batch, const GradientReadyFn& on_gradient_ready,
                                     float loss_scale) {
-  check_labels(labels, batch, "forward_backward");
+  check_labels(labels, batch, "forward_backward", /*read_from_device=*/false);
   const float* logits = run_forward(images, batch, true);
   loss_forward(logits, labels, batch);
   float* grad_out = grad_a_.reserve_discard(batch * num_classes_, stream_);
@@ -615,7 +604,7 @@ float DeviceModel::forward_backward(const float* images, const std::uint8_t* lab
 
 void DeviceModel::evaluate(const float* images, const std::uint8_t* labels, std::size_t batch,
                            double* loss_sum_out, std::int64_t* correct) {
-  check_labels(labels, batch, "evaluate");
+  check_labels(labels, batch, "evaluate", /*read_from_device=*/true);
   const float* logits = run_forward(images, batch, false);
   loss_forward(logits, labels, batch);
   if (loss_sum_out != nullptr) *loss_sum_out += loss_sum(batch);

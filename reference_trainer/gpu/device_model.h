@@ -89,7 +89,10 @@ class DeviceModel {
   // The batch's per-sample losses into loss_rows_ and probabilities into probs_.
   void loss_forward(const float* logits, const std::uint8_t* labels, std::size_t batch);
   double loss_sum(std::size_t batch);
-  void check_labels(const std::uint8_t* labels, std::size_t batch, const char* who) const;
+  // Host labels are always checked; labels on a CUDA stream only with `read_from_device` (it waits
+  // for the stream: evaluate() does, forward_backward() does not, Note [The model on a stream]).
+  void check_labels(const std::uint8_t* labels, std::size_t batch, const char* who,
+                    bool read_from_device) const;
 
   kernels::Stream stream_;
   std::string kind_;

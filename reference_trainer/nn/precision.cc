@@ -27,6 +27,20 @@ const float* op_view(const Tensor& t, amp::Precision p, std::vector<float>& scra
   return scratch.data();
 }
 
+double sum_sample_losses(const float* losses, std::size_t n, bool half) {
+  double sum = 0.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    float x = losses[i];
+    if (half) {
+      Half h;
+      kernels::cast_fp32_to_fp16(&x, &h, 1, kernels::Stream::host());
+      kernels::cast_fp16_to_fp32(&h, &x, 1, kernels::Stream::host());
+    }
+    sum += static_cast<double>(x);
+  }
+  return sum;
+}
+
 void store(const float* values, const Shape& shape, DType dtype, Tensor& dst) {
   dst.resize(shape, dtype);
   if (dtype == DType::kFloat32) {

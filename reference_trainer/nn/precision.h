@@ -44,6 +44,10 @@ void round_through_half(float* x, std::size_t n, std::vector<Half>& scratch);
 const float* op_view(const Tensor& t, amp::Precision p, std::vector<float>& scratch,
                      std::vector<Half>& half_scratch);
 
+// The sum, in double and in order, of n per-sample losses, each rounded to binary16 first when the
+// loss ran in fp16 (`half`): how SoftmaxCrossEntropy and gpu::DeviceModel total a batch's loss.
+double sum_sample_losses(const float* losses, std::size_t n, bool half);
+
 // dst = values (src_shape), stored as dtype (rounded when dtype is fp16).
 void store(const float* values, const Shape& shape, DType dtype, Tensor& dst);
 

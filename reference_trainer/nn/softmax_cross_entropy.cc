@@ -29,13 +29,6 @@ const float* logits_row(const Tensor& logits, std::size_t r, float* row) {
   return row;
 }
 
-float round_to_half(float x) {
-  Half h;
-  kernels::cast_fp32_to_fp16(&x, &h, 1, kernels::Stream::host());
-  kernels::cast_fp16_to_fp32(&h, &x, 1, kernels::Stream::host());
-  return x;
-}
-
 }  // namespace
 
 void SoftmaxCrossEntropy::set_op_policy(const amp::OpPolicy* policy) {
@@ -69,10 +62,7 @@ float SoftmaxCrossEntropy::forward(const Tensor& logits_in, const std::uint8_t* 
                                          sample_loss_.data(), kernels::Stream::host());
   // The batch's sum in double, in sample order (the per-sample losses rounded to binary16 first
   // in an fp16 op).
-  double sum = 0.0;
-  for (const float sample_loss : sample_loss_) {
-    sum += static_cast<double>(half ? round_to_half(sample_loss) : sample_loss);
-  }
+  const double sum = sum_sample_losses(sample_loss_.data(), sample_loss_.size(), half);
   if (half) round_through_half(probs_.data(), probs_.numel(), half_scratch_);
   loss_sum_ = sum;
   return static_cast<float>(sum / static_cast<double>(n));
