@@ -39,8 +39,9 @@
 # ./build-fuzz), BUILD_DIR_GPU, GPU_DEPS_DIR (gpu-check: ./build-gpu, ./build-gpu-deps),
 # JOBS (default: number of cores), NP (demo ranks, 4), STRESS_LOAD (--stress workers, default:
 # the number of cores), FUZZ_SECONDS (--sanitize: each fuzz target's run, 30),
-# GPU_CHECK_BENCH_SECONDS (gpu-check: each benchmark's time limit, 600), GRADWIRE_COMMIT
-# (gpu-check's report, where the tree is not a git checkout).
+# GPU_CHECK_BENCH_SECONDS (gpu-check: each benchmark's time limit, 600), GPU_CHECK_CTEST_JOBS
+# (gpu-check: GPU tests at once, 1), GRADWIRE_COMMIT (gpu-check's report, where the tree is not a
+# git checkout).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -570,7 +571,7 @@ print(next(x["compute_capability"] for x in d["devices"] if x["usable"]).replace
   # The GPU tests: the label gpu exactly (a regular expression; plain gpu matches gpu-check too).
   local bin=$GPU_BUILD_DIR/bin ctest_rc=0 rc=0 where=(--out-dir "$ROOT/docs/gpu")
   log "gpu-check: ctest -L '^gpu\$' in $GPU_BUILD_DIR"
-  (cd "$GPU_BUILD_DIR" && ctest -L '^gpu$' -V -j 1 --no-tests=error \
+  (cd "$GPU_BUILD_DIR" && ctest -L '^gpu$' -V -j "${GPU_CHECK_CTEST_JOBS:-1}" --no-tests=error \
     --output-junit "$GPU_OUT/junit.xml") 2>&1 | tee "$GPU_OUT/ctest.log" || ctest_rc=$?
   [ -f "$GPU_OUT/junit.xml" ] || { log "gpu-check: ctest wrote no JUnit output (exit" \
     "$ctest_rc; $GPU_OUT/ctest.log)"; exit 1; }
@@ -587,7 +588,7 @@ print(next(x["compute_capability"] for x in d["devices"] if x["usable"]).replace
   done
   # The trainer on the CPU (1 rank, all cores) and the GPU side by side; then 2 ranks sharing the
   # GPU for the share of a step spent on the exchange.
-  gpu_bench train_cpu_vs_cuda "$bin/gradwire_bench_train" -- \
+  OPENBLAS_NUM_THREADS=$(nproc) gpu_bench train_cpu_vs_cuda "$bin/gradwire_bench_train" -- \
     "$MPIEXEC" -n 1 "$bin/gradwire_bench_train" --device both
   gpu_bench train_cuda_np2 "$bin/gradwire_bench_train" -- \
     "$MPIEXEC" -n 2 "$bin/gradwire_bench_train" --device cuda --batches 256

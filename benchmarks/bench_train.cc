@@ -21,10 +21,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -255,6 +257,10 @@ int main(int argc, char** argv) {
   return bench.conclude(
       targets, kMethod,
       {{"iterations", iterations},
+       // The CPU mode's BLAS threads: gpu-check gives it every core (OPENBLAS_NUM_THREADS=nproc).
+       {"openblas_num_threads",
+        std::getenv("OPENBLAS_NUM_THREADS") ? std::getenv("OPENBLAS_NUM_THREADS") : "unset"},
+       {"hardware_threads", std::thread::hardware_concurrency()},
        {"device", cuda ? gw::kernels::cuda_device_name(gpu.cuda_device()) : "cpu"},
        {"variants", rows},
        {"gpu_vs_cpu_samples_per_second", speedups},

@@ -21,15 +21,26 @@ fi
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 common=(--data-dir "$data" --no-progress --test-subset 2000)
 fail=0
+# run LOG COMMAND...: one run under a time limit (a hang fails it); a failed run is reported, fails
+# the test, and the remaining checks still run, so that one GPU visit shows every failure.
+run() {
+  local log=$1 rc=0
+  shift
+  timeout --kill-after=10 "${GPU_TRAINER_RUN_SECONDS:-240}" "$@" > "$log" 2>&1 || rc=$?
+  [ "$rc" = 0 ] && return 0
+  echo "FAILED (exit $rc): $*"; tail -n 40 "$log"; fail=1; return 1
+}
 
 for model in mlp cnn; do
   for np in 1 2; do
+    ok=1
     for device in cpu cuda; do
-      "$mpiexec" -n "$np" "$bin/gradwire_train" "${common[@]}" --model "$model" --max-steps 20 \
-        --seed 5 --device "$device" --save-params "$work/$model-$np-$device.bin" \
-        > "$work/$model-$np-$device.log" 2>&1 || { cat "$work/$model-$np-$device.log"; exit 1; }
+      run "$work/$model-$np-$device.log" "$mpiexec" -n "$np" "$bin/gradwire_train" "${common[@]}" \
+        --model "$model" --max-steps 20 --seed 5 --device "$device" \
+        --save-params "$work/$model-$np-$device.bin" || ok=0
     done
     echo "== $model, $np rank(s): first 20 steps, cuda against cpu"
+    [ "$ok" = 1 ] || continue
     "$bin/gradwire_compare_params" "$work/$model-$np-cuda.bin" "$work/$model-$np-cpu.bin" \
       --max-rel-diff 1e-3 || fail=1
   done
@@ -41,11 +52,13 @@ for strategy in none fp16 topk dgc local_sgd; do
     local_sgd) env=(GRADWIRE_SYNC=local_sgd) ;;
     *) env=(GRADWIRE_COMPRESSOR=$strategy) ;;
   esac
+  ok=1
   for device in cpu cuda; do
-    env "${env[@]}" "$mpiexec" -n 2 "$bin/gradwire_train" "${common[@]}" --test-subset 0 \
-      --epochs 1 --device "$device" --report "$work/$strategy-$device.json" \
-      > "$work/$strategy-$device.log" 2>&1 || { cat "$work/$strategy-$device.log"; exit 1; }
+    run "$work/$strategy-$device.log" env "${env[@]}" "$mpiexec" -n 2 "$bin/gradwire_train" \
+      "${common[@]}" --test-subset 0 --epochs 1 --device "$device" \
+      --report "$work/$strategy-$device.json" || ok=0
   done
+  [ "$ok" = 1 ] || continue
   python3 - "$strategy" "$work/$strategy-cpu.json" "$work/$strategy-cuda.json" <<'PY' || fail=1
 import json, sys
 name, cpu, gpu = sys.argv[1], json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
@@ -57,8 +70,9 @@ sys.exit(0 if abs(a - b) <= 0.005 else 1)
 PY
 done
 
-GRADWIRE_AMP=1 "$mpiexec" -n 1 "$bin/gradwire_train" "${common[@]}" --max-steps 20 \
-  --device cuda --report "$work/amp.json" > "$work/amp.log" 2>&1 || { cat "$work/amp.log"; exit 1; }
+run "$work/amp.log" env GRADWIRE_AMP=1 "$mpiexec" -n 1 "$bin/gradwire_train" "${common[@]}" \
+  --max-steps 20 --device cuda --report "$work/amp.json" || exit 1
+[ -f "$work/none-cuda.json" ] || { echo "no dense GPU epoch to compare the AMP counts with"; exit 1; }
 python3 - "$work/amp.json" "$work/none-cuda.json" <<'PY' || fail=1
 import json, sys
 amp, fp32 = json.load(open(sys.argv[1]))["device"], json.load(open(sys.argv[2]))["device"]
