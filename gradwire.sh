@@ -40,8 +40,9 @@
 # JOBS (default: number of cores), NP (demo ranks, 4), STRESS_LOAD (--stress workers, default:
 # the number of cores), FUZZ_SECONDS (--sanitize: each fuzz target's run, 30),
 # GPU_CHECK_BENCH_SECONDS (gpu-check: each benchmark's time limit, 600), GPU_CHECK_CTEST_JOBS
-# (gpu-check: GPU tests at once, 1), GRADWIRE_COMMIT (gpu-check's report, where the tree is not a
-# git checkout).
+# (gpu-check: GPU tests at once, 1), GPU_CHECK_COMMIT (gpu-check's report: the commit, where the
+# tree copied to a GPU machine is not that commit's checkout; not GRADWIRE_*, which gradwire's
+# programs reject when they do not know it).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -383,16 +384,18 @@ gpu_bench() {
     "$report" "$*" "$report" >> "$GPU_OUT/benches.tsv"
 }
 
-# gpu_commit: the commit being tested, read before the build (GRADWIRE_COMMIT where the tree is not
-# a git checkout, as on a lent machine).
+# gpu_commit: the commit being tested, read before the build: GPU_CHECK_COMMIT where set (a tree
+# copied to a lent machine may carry a .git of another commit), else git's.
 gpu_commit() {
   local commit
-  if commit=$(git -C "$ROOT" rev-parse HEAD 2>/dev/null); then
+  if [ -n "${GPU_CHECK_COMMIT:-}" ]; then
+    printf '%s\n' "$GPU_CHECK_COMMIT"
+  elif commit=$(git -C "$ROOT" rev-parse HEAD 2>/dev/null); then
     [ -z "$(git -C "$ROOT" status --porcelain --untracked-files=no 2>/dev/null)" ] ||
       commit="$commit+uncommitted changes"
     printf '%s\n' "$commit"
   else
-    printf '%s\n' "${GRADWIRE_COMMIT:-unknown (not a git checkout, and GRADWIRE_COMMIT is not set)}"
+    printf '%s\n' "unknown (not a git checkout, and GPU_CHECK_COMMIT is not set)"
   fi
 }
 
@@ -568,10 +571,19 @@ print(next(x["compute_capability"] for x in d["devices"] if x["usable"]).replace
   cmake --build "$GPU_BUILD_DIR" -j "$JOBS" 2>&1 | tee "$GPU_OUT/build.log" ||
     { log "gpu-check: the build failed ($GPU_OUT/build.log); nothing was tested"; exit 1; }
 
-  # The GPU tests: the label gpu exactly (a regular expression; plain gpu matches gpu-check too).
-  local bin=$GPU_BUILD_DIR/bin ctest_rc=0 rc=0 where=(--out-dir "$ROOT/docs/gpu")
-  log "gpu-check: ctest -L '^gpu\$' in $GPU_BUILD_DIR"
-  (cd "$GPU_BUILD_DIR" && ctest -L '^gpu$' -V -j "${GPU_CHECK_CTEST_JOBS:-1}" --no-tests=error \
+  # The GPU tests: the label gpu exactly (a regular expression; plain gpu matches gpu-check too),
+  # and gpu-multi (a GPU per rank) where the driver finds two usable GPUs.
+  local bin=$GPU_BUILD_DIR/bin ctest_rc=0 rc=0 where=(--out-dir "$ROOT/docs/gpu") labels='^gpu$' gpus
+  gpus=$(python3 -c 'import json, sys
+print(sum(1 for x in json.load(sys.stdin)["devices"] if x["usable"]))' <<<"$GPU_PROBE" 2>/dev/null ||
+    echo 1)
+  if [ "$gpus" -ge 2 ]; then
+    labels='^gpu(-multi)?$'
+  else
+    log "gpu-check: one GPU here: the tests that need a GPU per rank (label gpu-multi) are not run"
+  fi
+  log "gpu-check: ctest -L '$labels' in $GPU_BUILD_DIR"
+  (cd "$GPU_BUILD_DIR" && ctest -L "$labels" -V -j "${GPU_CHECK_CTEST_JOBS:-1}" --no-tests=error \
     --output-junit "$GPU_OUT/junit.xml") 2>&1 | tee "$GPU_OUT/ctest.log" || ctest_rc=$?
   [ -f "$GPU_OUT/junit.xml" ] || { log "gpu-check: ctest wrote no JUnit output (exit" \
     "$ctest_rc; $GPU_OUT/ctest.log)"; exit 1; }

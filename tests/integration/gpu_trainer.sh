@@ -19,7 +19,7 @@ if [ ! -e "$data/train-images-idx3-ubyte.gz" ] && [ ! -e "$data/train-images-idx
   echo "SKIPPED: no Fashion-MNIST in $data (set FASHION_MNIST_DIR)"; exit 77
 fi
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-common=(--data-dir "$data" --no-progress --test-subset 2000)
+common=(--data-dir "$data" --no-progress)
 fail=0
 # run LOG COMMAND...: one run under a time limit (a hang fails it); a failed run is reported, fails
 # the test, and the remaining checks still run, so that one GPU visit shows every failure.
@@ -36,7 +36,7 @@ for model in mlp cnn; do
     ok=1
     for device in cpu cuda; do
       run "$work/$model-$np-$device.log" "$mpiexec" -n "$np" "$bin/gradwire_train" "${common[@]}" \
-        --model "$model" --max-steps 20 --seed 5 --device "$device" \
+        --test-subset 2000 --model "$model" --max-steps 20 --seed 5 --device "$device" \
         --save-params "$work/$model-$np-$device.bin" || ok=0
     done
     echo "== $model, $np rank(s): first 20 steps, cuda against cpu"
@@ -71,7 +71,7 @@ PY
 done
 
 run "$work/amp.log" env GRADWIRE_AMP=1 "$mpiexec" -n 1 "$bin/gradwire_train" "${common[@]}" \
-  --max-steps 20 --device cuda --report "$work/amp.json" || exit 1
+  --test-subset 2000 --max-steps 20 --device cuda --report "$work/amp.json" || exit 1
 [ -f "$work/none-cuda.json" ] || { echo "no dense GPU epoch to compare the AMP counts with"; exit 1; }
 python3 - "$work/amp.json" "$work/none-cuda.json" <<'PY' || fail=1
 import json, sys
