@@ -600,6 +600,7 @@ print(sum(1 for x in json.load(sys.stdin)["devices"] if x["usable"]))' <<<"$GPU_
   done
   # The trainer on the CPU (1 rank, all cores) and the GPU side by side; then 2 ranks sharing the
   # GPU for the share of a step spent on the exchange.
+  # OpenBLAS starts a thread per core, for the CPU variants that use them all.
   OPENBLAS_NUM_THREADS=$(nproc) gpu_bench train_cpu_vs_cuda "$bin/gradwire_bench_train" -- \
     "$MPIEXEC" -n 1 "$bin/gradwire_bench_train" --device both
   gpu_bench train_cuda_np2 "$bin/gradwire_bench_train" -- \

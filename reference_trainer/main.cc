@@ -77,7 +77,15 @@ int run(const gw::trainer::TrainerOptions& options, const gw::config::Config& co
       on_gpu ? gw::kernels::Stream::cuda(cuda_device) : gw::kernels::Stream::host();
   std::unique_ptr<gw::Communicator> world = gw::make_world_communicator(
       config, on_gpu ? gw::Device::kCuda : gw::Device::kHost, cuda_device, &backend);
-  const gw::MpiInfo mpi_info = gw::mpi_info(*world);
+  // Under NCCL (a GPU each) MPI carries only control messages, and the collectives wait on NCCL's
+  // stream, not by GRADWIRE_MPI_WAIT.
+  gw::MpiInfo mpi_info;
+  if (backend.backend == gw::Backend::kNccl) {
+    mpi_info = {gw::mpi_library_version(), "nccl",
+                "the gradient collectives run on NCCL's stream; MPI carries control messages only"};
+  } else {
+    mpi_info = gw::mpi_info(*world);
+  }
   auto comm = std::make_shared<gw::CountingCommunicator>(std::move(world));
   // Every rank must train the same run (Note [Options that must agree across ranks]), and every
   // rank must be able to write what it will write, before the first step.

@@ -555,9 +555,11 @@ TEST(MpiInfo, NamesTheLibraryInOnePrintableLineAndHowTheRanksWait) {
   const auto& mpi = dynamic_cast<const MpiCommunicator&>(*world);
   EXPECT_EQ(info.wait, to_string(mpi.wait_mode()));
   EXPECT_EQ(info.wait_reason, mpi.wait_reason());
-  // Only a communicator from make_mpi_world_communicator has these facts.
+  // Only a communicator from make_mpi_world_communicator has these facts; the library's name is
+  // there for any (the trainer's report under NCCL).
   const CountingCommunicator counting(make_mpi_world_communicator());
   EXPECT_THROW(mpi_info(counting), std::invalid_argument);
+  EXPECT_EQ(mpi_library_version(), info.library);
 }
 
 TEST(MpiWait, ParsesTheRegistryChoicesOnly) {

@@ -188,26 +188,32 @@ std::unique_ptr<Communicator> make_mpi_world_communicator(const config::Config& 
       MPI_COMM_WORLD, parse_mpi_wait(config.get_string(config::keys::kMpiWait)));
 }
 
-MpiInfo mpi_info(const Communicator& world) {
-  const auto* mpi = dynamic_cast<const MpiCommunicator*>(&world);
-  if (mpi == nullptr) {
-    throw std::invalid_argument("mpi_info: not a communicator from make_mpi_world_communicator");
-  }
+std::string mpi_library_version() {
   char text[MPI_MAX_LIBRARY_VERSION_STRING];
   int len = 0;
   MPI_Get_library_version(text, &len);
-  MpiInfo info;
+  std::string library;
   // The first line (Open MPI counts the closing NUL in `len`), its runs of blanks made one space
   // each (MPICH puts a tab after "Version:").
   for (int i = 0; i < len && text[i] != '\0' && text[i] != '\n' && text[i] != '\r'; ++i) {
     const bool blank = std::isspace(static_cast<unsigned char>(text[i])) != 0;
     if (!blank) {
-      info.library += text[i];
-    } else if (!info.library.empty() && info.library.back() != ' ') {
-      info.library += ' ';
+      library += text[i];
+    } else if (!library.empty() && library.back() != ' ') {
+      library += ' ';
     }
   }
-  if (!info.library.empty() && info.library.back() == ' ') info.library.pop_back();
+  if (!library.empty() && library.back() == ' ') library.pop_back();
+  return library;
+}
+
+MpiInfo mpi_info(const Communicator& world) {
+  const auto* mpi = dynamic_cast<const MpiCommunicator*>(&world);
+  if (mpi == nullptr) {
+    throw std::invalid_argument("mpi_info: not a communicator from make_mpi_world_communicator");
+  }
+  MpiInfo info;
+  info.library = mpi_library_version();
   info.wait = to_string(mpi->wait_mode());
   info.wait_reason = mpi->wait_reason();
   return info;

@@ -88,5 +88,8 @@ struct MpiInfo {
   std::string wait_reason;
 };
 MpiInfo mpi_info(const Communicator& world);
+// The library's name and version alone: what a report says of the MPI beneath a communicator whose
+// collectives are not MPI's (NCCL's world communicator), where MPI carries only control messages.
+std::string mpi_library_version();
 
 }  // namespace gw
