@@ -40,9 +40,11 @@
 # JOBS (default: number of cores), NP (demo ranks, 4), STRESS_LOAD (--stress workers, default:
 # the number of cores), FUZZ_SECONDS (--sanitize: each fuzz target's run, 30),
 # GPU_CHECK_BENCH_SECONDS (gpu-check: each benchmark's time limit, 600), GPU_CHECK_CTEST_JOBS
-# (gpu-check: GPU tests at once, 1), GPU_CHECK_COMMIT (gpu-check's report: the commit, where the
-# tree copied to a GPU machine is not that commit's checkout; not GRADWIRE_*, which gradwire's
-# programs reject when they do not know it).
+# (gpu-check: GPU tests at once, 1), GPU_CHECK_TESTS (gpu-check: only the GPU tests matching
+# this ctest -R expression), GPU_CHECK_BENCHES (gpu-check: none skips the benchmarks),
+# GPU_CHECK_COMMIT (gpu-check's report: the commit, where the tree copied to a GPU machine is not
+# that commit's checkout; not GRADWIRE_*, which gradwire's programs reject when they do not know
+# it).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -583,7 +585,15 @@ print(sum(1 for x in json.load(sys.stdin)["devices"] if x["usable"]))' <<<"$GPU_
     log "gpu-check: one GPU here: the tests that need a GPU per rank (label gpu-multi) are not run"
   fi
   log "gpu-check: ctest -L '$labels' in $GPU_BUILD_DIR"
-  (cd "$GPU_BUILD_DIR" && ctest -L "$labels" -V -j "${GPU_CHECK_CTEST_JOBS:-1}" --no-tests=error \
+  # A short visit may run a few tests (GPU_CHECK_TESTS, a ctest -R expression) and no benchmark
+  # (GPU_CHECK_BENCHES=none): its report is then of those alone.
+  local select=()
+  if [ -n "${GPU_CHECK_TESTS:-}" ]; then
+    select=(-R "$GPU_CHECK_TESTS")
+    log "gpu-check: only the GPU tests matching '$GPU_CHECK_TESTS' (GPU_CHECK_TESTS)"
+  fi
+  (cd "$GPU_BUILD_DIR" && ctest -L "$labels" "${select[@]}" -V -j "${GPU_CHECK_CTEST_JOBS:-1}" \
+    --no-tests=error \
     --output-junit "$GPU_OUT/junit.xml") 2>&1 | tee "$GPU_OUT/ctest.log" || ctest_rc=$?
   [ -f "$GPU_OUT/junit.xml" ] || { log "gpu-check: ctest wrote no JUnit output (exit" \
     "$ctest_rc; $GPU_OUT/ctest.log)"; exit 1; }
@@ -592,19 +602,23 @@ print(sum(1 for x in json.load(sys.stdin)["devices"] if x["usable"]))' <<<"$GPU_
   BUILD_DIR=$GPU_BUILD_DIR
   mpi_env
   export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
-  gpu_bench compress_cuda "$bin/gradwire_bench_compress" -- \
-    "$bin/gradwire_bench_compress" --device cuda
-  for np in 1 2; do
-    gpu_bench "allreduce_cuda_np$np" "$bin/gradwire_bench_allreduce" -- \
-      "$MPIEXEC" -n "$np" "$bin/gradwire_bench_allreduce" --device cuda
-  done
-  # The trainer on the CPU (1 rank, all cores) and the GPU side by side; then 2 ranks sharing the
-  # GPU for the share of a step spent on the exchange.
-  # OpenBLAS starts a thread per core, for the CPU variants that use them all.
-  OPENBLAS_NUM_THREADS=$(nproc) gpu_bench train_cpu_vs_cuda "$bin/gradwire_bench_train" -- \
-    "$MPIEXEC" -n 1 "$bin/gradwire_bench_train" --device both
-  gpu_bench train_cuda_np2 "$bin/gradwire_bench_train" -- \
-    "$MPIEXEC" -n 2 "$bin/gradwire_bench_train" --device cuda --batches 256
+  if [ "${GPU_CHECK_BENCHES:-all}" = none ]; then
+    log "gpu-check: no benchmarks (GPU_CHECK_BENCHES=none)"
+  else
+    gpu_bench compress_cuda "$bin/gradwire_bench_compress" -- \
+      "$bin/gradwire_bench_compress" --device cuda
+    for np in 1 2; do
+      gpu_bench "allreduce_cuda_np$np" "$bin/gradwire_bench_allreduce" -- \
+        "$MPIEXEC" -n "$np" "$bin/gradwire_bench_allreduce" --device cuda
+    done
+    # The trainer on the CPU (1 rank, all cores) and the GPU side by side; then 2 ranks sharing the
+    # GPU for the share of a step spent on the exchange. OpenBLAS starts a thread per core, for
+    # the CPU variants that use them all (Note [The CPU mode on every core]).
+    OPENBLAS_NUM_THREADS=$(nproc) gpu_bench train_cpu_vs_cuda "$bin/gradwire_bench_train" -- \
+      "$MPIEXEC" -n 1 "$bin/gradwire_bench_train" --device both
+    gpu_bench train_cuda_np2 "$bin/gradwire_bench_train" -- \
+      "$MPIEXEC" -n 2 "$bin/gradwire_bench_train" --device cuda --batches 256
+  fi
 
   gpu_facts "$GPU_OUT/facts.json"
   [ -z "$report" ] || where=(--out "$report")

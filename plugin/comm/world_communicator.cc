@@ -4,6 +4,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <utility>
 #include <stdexcept>
 #include <vector>
 
@@ -242,12 +246,88 @@ BackendChoice choose_world_backend(const config::Config& config, Device buffers,
   return choice;
 }
 
+namespace {
+
+// Note [Host buffers beside NCCL]
+class RoutedCommunicator final : public Communicator {
+ public:
+  RoutedCommunicator(std::unique_ptr<Communicator> device, std::unique_ptr<Communicator> host)
+      : device_(std::move(device)), host_(std::move(host)) {
+    if (!device_ || !host_) {
+      throw std::invalid_argument("make_routed_communicator: a null communicator");
+    }
+    if (device_->rank() != host_->rank() || device_->size() != host_->size()) {
+      throw std::invalid_argument("make_routed_communicator: the communicators' ranks differ (" +
+                                  std::to_string(device_->rank()) + " of " +
+                                  std::to_string(device_->size()) + " and " +
+                                  std::to_string(host_->rank()) + " of " +
+                                  std::to_string(host_->size()) + ")");
+    }
+  }
+  int rank() const override { return host_->rank(); }
+  int size() const override { return host_->size(); }
+
+  WorkHandle allreduce_async(void* buffer, std::size_t count, DataType type, ReduceOp op,
+                             TrafficKind kind) override {
+    return pick({buffer}).allreduce_async(buffer, count, type, op, kind);
+  }
+  WorkHandle allgatherv_async(const void* send, std::size_t send_count, void* recv,
+                              std::vector<std::size_t> recv_counts, DataType type,
+                              TrafficKind kind) override {
+    return pick({send, recv}).allgatherv_async(send, send_count, recv, std::move(recv_counts),
+                                               type, kind);
+  }
+  WorkHandle broadcast_async(void* buffer, std::size_t count, DataType type, int root,
+                             TrafficKind kind) override {
+    return pick({buffer}).broadcast_async(buffer, count, type, root, kind);
+  }
+  void barrier() override { host_->barrier(); }
+  void allreduce(void* buffer, std::size_t count, DataType type, ReduceOp op,
+                 TrafficKind kind) override {
+    pick({buffer}).allreduce(buffer, count, type, op, kind);
+  }
+  void allgatherv(const void* send, std::size_t send_count, void* recv,
+                  std::vector<std::size_t> recv_counts, DataType type, TrafficKind kind) override {
+    pick({send, recv}).allgatherv(send, send_count, recv, std::move(recv_counts), type, kind);
+  }
+  void broadcast(void* buffer, std::size_t count, DataType type, int root,
+                 TrafficKind kind) override {
+    pick({buffer}).broadcast(buffer, count, type, root, kind);
+  }
+
+ private:
+  // A null pointer (an empty block, which one rank may have where another has not) says nothing
+  // of where the program keeps its buffers, so the others decide: device when every other one is
+  // on a CUDA device, host when one is not or there is none.
+  Communicator& pick(std::initializer_list<const void*> buffers) {
+    bool any = false;
+    for (const void* p : buffers) {
+      if (p == nullptr) continue;
+      if (kernels::cuda_device_of(p) < 0) return *host_;
+      any = true;
+    }
+    return any ? *device_ : *host_;
+  }
+
+  std::unique_ptr<Communicator> device_, host_;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_routed_communicator(std::unique_ptr<Communicator> device,
+                                                       std::unique_ptr<Communicator> host) {
+  return std::make_unique<RoutedCommunicator>(std::move(device), std::move(host));
+}
+
 std::unique_ptr<Communicator> make_world_communicator(const config::Config& config, Device buffers,
                                                       int cuda_device, BackendChoice* chosen) {
   const BackendChoice choice = choose_world_backend(config, buffers, cuda_device);
   if (chosen != nullptr) *chosen = choice;
   if (choice.backend == Backend::kNccl) {
-    return make_nccl_communicator(MPI_COMM_WORLD, kernels::Stream::cuda(choice.cuda_device));
+    // Note [Host buffers beside NCCL]
+    std::unique_ptr<Communicator> nccl =
+        make_nccl_communicator(MPI_COMM_WORLD, kernels::Stream::cuda(choice.cuda_device));
+    return make_routed_communicator(std::move(nccl), make_mpi_world_communicator(config));
   }
   return make_mpi_world_communicator(config);
 }

@@ -10,7 +10,8 @@
 #     batch 32 (938 steps) the two runs' last-ulp differences grow until they are two draws of
 #     the seed-to-seed spread, which for topk after one epoch is over 3 points on the CPU alone
 #     (seeds 1 to 4: 0.7952 to 0.8314); at batch 256 (117 steps) the GPU run still follows the
-#     CPU run, and the test says how far apart their parameters ended.
+#     CPU run for the dense strategies (within 0.5 point), and the test says how far apart their
+#     parameters ended. topk and dgc diverge anyway (a flipped selection), so for them: 3 points.
 #  3. GRADWIRE_AMP=1 on the GPU: the report counts the model's products with fp16 operands
 #     (every linear pass), and none without it.
 set -eu
@@ -35,8 +36,10 @@ run() {
   echo "FAILED (exit $rc): $*"; tail -n 40 "$log"; fail=1; return 1
 }
 
+# A short GPU visit may run a part: GPU_TRAINER_RANKS (default "1 2") and GPU_TRAINER_STRATEGIES
+# (default all five; AMP's check needs none among them).
 for model in mlp cnn; do
-  for np in 1 2; do
+  for np in ${GPU_TRAINER_RANKS:-1 2}; do
     ok=1
     for device in cpu cuda; do
       run "$work/$model-$np-$device.log" "$mpiexec" -n "$np" "$bin/gradwire_train" "${common[@]}" \
@@ -50,7 +53,7 @@ for model in mlp cnn; do
   done
 done
 
-for strategy in none fp16 topk dgc local_sgd; do
+for strategy in ${GPU_TRAINER_STRATEGIES:-none fp16 topk dgc local_sgd}; do
   env=()
   case $strategy in
     local_sgd) env=(GRADWIRE_SYNC=local_sgd) ;;
@@ -73,7 +76,13 @@ a, b = cpu["final_test_accuracy"], gpu["final_test_accuracy"]
 d = gpu["device"]
 print(f"== {name}: one epoch, test accuracy cpu {a:.4f}, cuda {b:.4f} ({d['name']}, "
       f"{gpu['samples_per_second']:.0f} samples/s against {cpu['samples_per_second']:.0f})")
-sys.exit(0 if abs(a - b) <= 0.005 else 1)
+# Dense strategies follow the CPU run through the epoch (measured on an H200: within 0.1 point,
+# parameters within 3% normwise); top-k selection turns last-ulp differences into other elements
+# sent, so topk and dgc end as two draws of their seed-to-seed spread (CPU alone, batch 256, seeds
+# 1 to 3: topk 0.7630 to 0.7872): within 3 points, which a broken sparse path on the GPU misses.
+limit = 0.03 if name in ("topk", "dgc") else 0.005
+print(f"   difference {abs(a - b) * 100:.2f} points (limit {limit * 100:.1f})")
+sys.exit(0 if abs(a - b) <= limit else 1)
 PY
 done
 

@@ -19,6 +19,9 @@
 #include "plugin/comm/counting_communicator.h"
 #include "plugin/comm/mpi/mpi_runtime.h"
 #include "plugin/comm/nccl/make_nccl_communicator.h"
+#include "plugin/comm/world_communicator.h"
+#include "plugin/config/config.h"
+#include "plugin/config/params.h"
 
 namespace gw {
 namespace {
@@ -248,6 +251,27 @@ TEST_F(NcclGpu, AnUnknownDataTypeIsAClearError) {
                   ": data type 42 is not one NCCL carries (accepted: uint8, int32, int64, "
                   "float16, float32, float64)");
   }
+}
+
+// Note [Host buffers beside NCCL]: the world communicator a program gets under NCCL carries its
+// host control messages by MPI, and its device buffers by NCCL still.
+TEST_F(NcclGpu, WorldCommunicatorCarriesHostControlMessagesBesideNccl) {
+  config::Config config;
+  config.set(config::keys::kBackend, "nccl");
+  BackendChoice chosen;
+  CountingCommunicator world(make_world_communicator(config, Device::kCuda, device_, &chosen));
+  ASSERT_EQ(chosen.backend, Backend::kNccl) << chosen.reason;
+  std::vector<float> host(4, 1.0f);
+  world.allreduce(host.data(), host.size(), DataType::kFloat32, ReduceOp::kSum,
+                  TrafficKind::kControl);
+  for (float v : host) EXPECT_EQ(v, static_cast<float>(world_size()));
+  std::vector<std::int32_t> ranks(world_size(), -1);
+  const std::int32_t mine = world.rank();
+  world.allgatherv(&mine, 1, ranks.data(), std::vector<std::size_t>(world_size(), 1),
+                   DataType::kInt32, TrafficKind::kControl);
+  for (int r = 0; r < world_size(); ++r) EXPECT_EQ(ranks[r], r);
+  world.barrier();
+  check_collectives_on_device(world, device_);
 }
 
 TEST_F(NcclGpu, ZeroElementsAreAcceptedFromAnyPointer) {

@@ -6,11 +6,15 @@
 
 #include <mpi.h>
 
+#include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "kernels/device.h"
 #include "kernels/stream.h"
+#include "plugin/comm/counting_communicator.h"
 #include "plugin/comm/mpi/mpi_runtime.h"
 #include "plugin/comm/nccl/make_nccl_communicator.h"
 #include "plugin/comm/world_communicator.h"
@@ -170,6 +174,40 @@ TEST(WorldBackend, RanksAskingForDifferentBackendsFailTogether) {
               "must use the same backend. Set the same value on every rank (accepted: auto, mpi, "
               "nccl)");
   }
+}
+
+// Note [Host buffers beside NCCL]: host buffers, and blocks empty on some ranks, go to the host
+// communicator, with the results of its collectives. (Device buffers to the device communicator:
+// NcclGpu.WorldCommunicatorCarriesHostControlMessagesBesideNccl in comm_gpu_test.)
+TEST(RoutedCommunicator, HostBuffersGoToTheHostCommunicator) {
+  auto device = std::make_unique<CountingCommunicator>(make_mpi_world_communicator());
+  auto host = std::make_unique<CountingCommunicator>(make_mpi_world_communicator());
+  const CountingCommunicator& device_counts = *device;
+  const CountingCommunicator& host_counts = *host;
+  const std::unique_ptr<Communicator> routed =
+      make_routed_communicator(std::move(device), std::move(host));
+  const int n = routed->size(), r = routed->rank();
+  std::vector<float> x = {static_cast<float>(r + 1)};
+  routed->allreduce(x.data(), 1, DataType::kFloat32, ReduceOp::kSum, TrafficKind::kControl);
+  EXPECT_EQ(x[0], static_cast<float>(n * (n + 1) / 2));
+  routed->allreduce_async(x.data(), 1, DataType::kFloat32, ReduceOp::kMax, TrafficKind::kControl)
+      ->wait();
+  EXPECT_EQ(x[0], static_cast<float>(n * (n + 1) / 2));
+  // Rank 0 sends nothing (a null block), the others one value each: routed alike on every rank.
+  std::vector<std::int32_t> mine;
+  if (r > 0) mine.push_back(r);
+  std::vector<std::size_t> counts(n, 1);
+  counts[0] = 0;
+  std::vector<std::int32_t> all(n - 1, -1);
+  routed->allgatherv(r > 0 ? mine.data() : nullptr, mine.size(), all.empty() ? nullptr : all.data(),
+                     counts, DataType::kInt32, TrafficKind::kControl);
+  for (int i = 1; i < n; ++i) EXPECT_EQ(all[i - 1], i);
+  std::int64_t root_value = r == 0 ? 42 : 0;
+  routed->broadcast(&root_value, 1, DataType::kInt64, 0, TrafficKind::kControl);
+  EXPECT_EQ(root_value, 42);
+  routed->barrier();
+  EXPECT_EQ(host_counts.counters()[TrafficKind::kControl].calls, 4u);
+  EXPECT_EQ(device_counts.counters()[TrafficKind::kControl].calls, 0u);
 }
 
 }  // namespace
