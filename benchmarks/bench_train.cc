@@ -203,7 +203,8 @@ int main(int argc, char** argv) {
     for (const std::string& m : split(models)) {
       for (std::size_t b : batch_sizes) {
         for (bool amp : {false, true}) {
-          const std::string name = dev + "/" + m + "/b" + std::to_string(b) + (amp ? "/amp" : "/fp32");
+          const std::string name =
+              dev + "/" + m + "/b" + std::to_string(b) + (amp ? "/amp" : "/fp32");
           if (dev == "cuda") {
             specs.push_back({name, dev, m, "none", b, amp});
             continue;

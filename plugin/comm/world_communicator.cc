@@ -6,9 +6,9 @@
 #include <cstring>
 #include <initializer_list>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <utility>
-#include <stdexcept>
 #include <vector>
 
 #include "common/enum_names.h"
@@ -257,11 +257,10 @@ class RoutedCommunicator final : public Communicator {
       throw std::invalid_argument("make_routed_communicator: a null communicator");
     }
     if (device_->rank() != host_->rank() || device_->size() != host_->size()) {
-      throw std::invalid_argument("make_routed_communicator: the communicators' ranks differ (" +
-                                  std::to_string(device_->rank()) + " of " +
-                                  std::to_string(device_->size()) + " and " +
-                                  std::to_string(host_->rank()) + " of " +
-                                  std::to_string(host_->size()) + ")");
+      throw std::invalid_argument(
+          "make_routed_communicator: the communicators' ranks differ (" +
+          std::to_string(device_->rank()) + " of " + std::to_string(device_->size()) + " and " +
+          std::to_string(host_->rank()) + " of " + std::to_string(host_->size()) + ")");
     }
   }
   int rank() const override { return host_->rank(); }
@@ -274,8 +273,8 @@ class RoutedCommunicator final : public Communicator {
   WorkHandle allgatherv_async(const void* send, std::size_t send_count, void* recv,
                               std::vector<std::size_t> recv_counts, DataType type,
                               TrafficKind kind) override {
-    return pick({send, recv}).allgatherv_async(send, send_count, recv, std::move(recv_counts),
-                                               type, kind);
+    return pick({send, recv})
+        .allgatherv_async(send, send_count, recv, std::move(recv_counts), type, kind);
   }
   WorkHandle broadcast_async(void* buffer, std::size_t count, DataType type, int root,
                              TrafficKind kind) override {
