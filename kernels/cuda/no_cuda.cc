@@ -6,6 +6,7 @@
 #include "kernels/cuda/nn_cuda.h"
 #include "kernels/cuda/runtime_cuda.h"
 #include "kernels/cuda/sparse_cuda.h"
+#include "kernels/cuda/sparse_wire_cuda.h"
 #include "kernels/cuda/topk_cuda.h"
 #include "kernels/cuda/update_cuda.h"
 #include "kernels/device.h"
@@ -78,6 +79,18 @@ PairsCheck check_sparse_pairs(const std::uint32_t*, std::size_t, std::size_t, vo
 }
 void scatter_add_pairs(const std::uint32_t*, std::size_t, float*, void*) {
   throw_unavailable("scatter_add_pairs");
+}
+
+std::size_t encode_wire(const std::uint32_t*, std::size_t, const float*, std::uint32_t*,
+                        std::uint64_t*, void*) {
+  throw_unavailable("encode_wire");
+}
+void keep_wire_error_at(float*, const std::uint32_t*, std::size_t, void*) {
+  throw_unavailable("keep_wire_error_at");
+}
+WireCheck decode_wire(const std::uint32_t*, std::size_t, std::size_t, std::size_t, bool,
+                      std::uint32_t*, std::uint64_t*, void*) {
+  throw_unavailable("decode_wire");
 }
 void momentum_accumulate(const float*, float*, float*, std::size_t, float, bool, void*) {
   throw_unavailable("momentum_accumulate");

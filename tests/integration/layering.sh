@@ -33,9 +33,9 @@ cub=$(grep -rlnE "#include [<\"](cub/|thrust/)" --include='*.h' --include='*.cc'
 if [ -n "$cub" ]; then echo "FAIL: CUB/Thrust included outside .cu files and kernels/thrust/: $cub"; fail=1; fi
 # Outside their home folder: every source folder of the repository (tests, benchmarks and examples
 # included), every C++ and CUDA file kind.
-# The one exception: the OpenMP test of the Thrust templates (kernels_thrust_omp_test, both of its
+# The one exception: the OpenMP test of the Thrust templates (kernels_thrust_omp_test, each of its
 # sources) names Thrust's OpenMP policy.
-except='tests/kernels/(nn_)?thrust_omp_test\.cc'
+except='tests/kernels/(nn_|sparse_wire_)?thrust_omp_test\.cc'
 only_under() {  # only_under <home folder> <regex of includes> <what>
   local hits
   hits=$(grep -rnE "#include [<\"]($2)" . --include='*.h' --include='*.cc' --include='*.cu' \
