@@ -49,17 +49,7 @@ WireCheck decode_wire(const std::uint32_t* words, std::size_t available, std::si
   }
   const std::size_t c = words[0], declared = words[1];
   const std::size_t nb = wire_blocks(c), table = (nb + 3) / 4;
-  check.pairs = c;
-  check.words = 2 + table + declared;
-  if (c > max_pairs) {
-    check.problem = WireProblem::kTooManyPairs;
-    check.value = c;
-    return check;
-  }
-  if (check.words > available) {
-    check.problem = WireProblem::kTruncated;
-    return check;
-  }
+  if (!wire::header_ok(c, declared, available, max_pairs, check)) return check;
   const std::uint32_t* table_words = words + 2;
   std::uint64_t* ends = scratch;  // each block's end, in words after the table
   std::size_t total = 0;

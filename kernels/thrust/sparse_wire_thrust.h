@@ -189,17 +189,7 @@ WireCheck decode_wire(const Policy& policy, const std::uint32_t* words, std::siz
   }
   const std::size_t c = read_value(policy, words), declared = read_value(policy, words + 1);
   const std::size_t nb = wire_blocks(c), table = (nb + 3) / 4;
-  check.pairs = c;
-  check.words = 2 + table + declared;
-  if (c > max_pairs) {
-    check.problem = WireProblem::kTooManyPairs;
-    check.value = c;
-    return check;
-  }
-  if (check.words > available) {
-    check.problem = WireProblem::kTruncated;
-    return check;
-  }
+  if (!wire::header_ok(c, declared, available, max_pairs, check)) return check;
   if (c == 0) {
     if (declared != 0) {
       check.problem = WireProblem::kWrongBlockWords;

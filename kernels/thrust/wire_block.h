@@ -134,6 +134,22 @@ GW_HOST_DEVICE inline float wire_error(float x) {
   return thrust_algo::sub_rn(x, half_to_float(h));
 }
 
+// The checks of a segment's header (host code): c pairs and `declared` block words, in
+// `available` words, at most max_pairs. Fills check's pairs and words; false with the problem set
+// when the segment is too long for its pairs or for what was received.
+inline bool header_ok(std::size_t c, std::size_t declared, std::size_t available,
+                      std::size_t max_pairs, WireCheck& check) {
+  check.pairs = c;
+  check.words = 2 + (wire_blocks(c) + 3) / 4 + declared;
+  if (c > max_pairs) {
+    check.problem = WireProblem::kTooManyPairs;
+    check.value = c;
+  } else if (check.words > available) {
+    check.problem = WireProblem::kTruncated;
+  }
+  return check.ok();
+}
+
 // Width byte t of the table at `table`.
 GW_HOST_DEVICE inline std::uint32_t width_byte(const std::uint32_t* table, std::size_t t) {
   return (table[t / 4] >> (8 * (t % 4))) & 0xffu;
