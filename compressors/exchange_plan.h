@@ -11,6 +11,10 @@ namespace gw::compressors {
 // The element type of a bucket's dense part on the wire.
 enum class DenseWire { kFloat32, kFloat16 };
 
+// How a bucket's sparse part travels: (index, fp32 value) pairs (Note [Sparse message format]) or
+// the compact wire (Note [Compact sparse wire], kernels/sparse_wire.h).
+enum class SparseWire { kPairs, kCompact };
+
 // Note [Plans agree across ranks]
 // The plan decides which collectives run and their sizes (the dense part's element count, the
 // sparse part's tensor list); a rank that planned differently would deadlock or mismatch. So a
@@ -20,6 +24,7 @@ enum class DenseWire { kFloat32, kFloat16 };
 // with its sizes exchanged first.
 struct ExchangePlan {
   DenseWire dense_wire = DenseWire::kFloat32;
+  SparseWire sparse_wire = SparseWire::kPairs;
   // Positions into BucketView::tensors, in memory order.
   std::vector<std::size_t> dense;   // summed with one allreduce
   std::vector<std::size_t> sparse;  // sent as (index, value) pairs with one allgatherv
@@ -31,6 +36,7 @@ struct ExchangePlan {
   bool all_dense() const { return sparse.empty(); }
   void clear() {
     dense_wire = DenseWire::kFloat32;
+    sparse_wire = SparseWire::kPairs;
     dense.clear();
     sparse.clear();
     k.clear();

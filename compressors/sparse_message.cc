@@ -4,6 +4,7 @@
 #include <string>
 
 #include "kernels/sparse.h"
+#include "kernels/sparse_wire.h"
 
 namespace gw::compressors {
 namespace {
@@ -22,6 +23,79 @@ std::uint32_t read_word(const std::uint32_t* word, const kernels::Stream& stream
   return value;
 }
 
+// validate_sparse_messages on the compact wire: each rank's segments decoded, one tensor after
+// the other, into segments.decoded.
+void validate_compact_messages(const BucketView& bucket, const ExchangePlan& plan,
+                               const std::uint32_t* words,
+                               const std::vector<std::size_t>& words_per_rank,
+                               SparseSegments& segments, const kernels::Stream& stream) {
+  const std::size_t tensors = plan.sparse.size();
+  std::size_t all_k = 0, most_k = 0;
+  for (std::size_t k : plan.k) {
+    all_k += k;
+    most_k = std::max(most_k, k);
+  }
+  std::uint32_t* decoded = segments.decoded.reserve_discard(2 * all_k * words_per_rank.size(), stream);
+  std::uint64_t* scratch = segments.scratch.reserve_discard(kernels::wire_scratch(most_k), stream);
+  std::size_t offset = 0, out = 0;
+  for (std::size_t r = 0; r < words_per_rank.size(); ++r) {
+    const int rank = static_cast<int>(r);
+    const std::size_t size = words_per_rank[r];
+    std::size_t at = 0;
+    for (std::size_t j = 0; j < tensors; ++j) {
+      const TensorSlot& t = bucket.tensors[plan.sparse[j]];
+      const std::string tensor = "tensor " + std::to_string(t.parameter);
+      const kernels::WireCheck check =
+          kernels::decode_wire(words + offset + at, size - at, t.numel, plan.k[j], false,
+                               decoded + out, scratch, stream);
+      switch (check.problem) {
+        case kernels::WireProblem::kNone:
+          break;
+        case kernels::WireProblem::kTruncated:
+          if (size - at < 2) {
+            reject(rank, bucket,
+                   "it ends after " + std::to_string(j) + " of " + std::to_string(tensors) +
+                       " tensors (" + std::to_string(size) + " words)");
+          }
+          reject(rank, bucket,
+                 tensor + " announces " + std::to_string(check.pairs) + " pairs in " +
+                     std::to_string(check.words) + " words, but only " +
+                     std::to_string(size - at) + " are left");
+        case kernels::WireProblem::kTooManyPairs:
+          reject(rank, bucket,
+                 tensor + " has " + std::to_string(check.value) + " pairs, more than the " +
+                     std::to_string(plan.k[j]) + " a rank may send");
+        case kernels::WireProblem::kBadWidth:
+          reject(rank, bucket,
+                 tensor + " has width byte " + std::to_string(check.position) + " = " +
+                     std::to_string(check.value) +
+                     "; a block's gap width is 0 to 32, and the bytes after the last block are 0");
+        case kernels::WireProblem::kWrongBlockWords:
+          reject(rank, bucket,
+                 tensor + " announces " + std::to_string(check.value) +
+                     " block words; its gap widths give " + std::to_string(check.expected));
+        case kernels::WireProblem::kIndexOutOfRange:
+          reject(rank, bucket,
+                 tensor + " pair " + std::to_string(check.position) + " has index " +
+                     std::to_string(check.value) + ", outside [0, " + std::to_string(t.numel) +
+                     ")");
+        case kernels::WireProblem::kNonFiniteValue:
+          reject(rank, bucket, tensor + ": " + kernels::to_string(check.problem));
+      }
+      segments.offset[r * tensors + j] = out;
+      segments.count[r * tensors + j] = check.pairs;
+      out += 2 * check.pairs;
+      at += check.words;
+    }
+    if (at != size) {
+      reject(rank, bucket,
+             std::to_string(size - at) + " words left over after the " + std::to_string(tensors) +
+                 " tensors its segments describe");
+    }
+    offset += size;
+  }
+}
+
 }  // namespace
 
 void SparseMessageWriter::reserve(std::size_t words, const kernels::Stream& stream) {
@@ -37,7 +111,14 @@ void SparseMessageWriter::reserve(std::size_t words, const kernels::Stream& stre
 }
 
 void SparseMessageWriter::append(const std::uint32_t* indices, std::size_t count,
-                                 const float* tensor, const kernels::Stream& stream) {
+                                 const float* tensor, const kernels::Stream& stream,
+                                 SparseWire wire) {
+  if (wire == SparseWire::kCompact) {
+    reserve(size_ + kernels::wire_max_words(count), stream);
+    std::uint64_t* scratch = scratch_.reserve_discard(kernels::wire_scratch(count), stream_);
+    size_ += kernels::encode_wire(indices, count, tensor, words_.data() + size_, scratch, stream_);
+    return;
+  }
   reserve(size_ + 1 + 2 * count, stream);
   const auto header = static_cast<std::uint32_t>(count);
   // From the host's stack: a copy from pageable memory has read it before it returns.
@@ -55,8 +136,10 @@ std::vector<std::uint32_t> SparseMessageWriter::words() const {
 }
 
 std::size_t max_message_words(const ExchangePlan& plan) {
-  std::size_t words = plan.sparse.size();
-  for (std::size_t k : plan.k) words += 2 * k;
+  std::size_t words = 0;
+  for (std::size_t k : plan.k) {
+    words += plan.sparse_wire == SparseWire::kCompact ? kernels::wire_max_words(k) : 1 + 2 * k;
+  }
   return words;
 }
 
@@ -82,6 +165,10 @@ void validate_sparse_messages(const BucketView& bucket, const ExchangePlan& plan
   const std::size_t tensors = plan.sparse.size();
   segments.offset.assign(words_per_rank.size() * tensors, 0);
   segments.count.assign(words_per_rank.size() * tensors, 0);
+  segments.in_decoded = plan.sparse_wire == SparseWire::kCompact;
+  if (segments.in_decoded) {
+    return validate_compact_messages(bucket, plan, words, words_per_rank, segments, stream);
+  }
   std::size_t offset = 0;
   for (std::size_t r = 0; r < words_per_rank.size(); ++r) {
     const int rank = static_cast<int>(r);
@@ -146,10 +233,11 @@ void accumulate_sparse_messages(const BucketView& bucket, const ExchangePlan& pl
     kernels::fill_zero(bucket.data + t.offset, t.numel * sizeof(float), stream);
   }
   const std::size_t ranks = tensors == 0 ? 0 : segments.count.size() / tensors;
+  const std::uint32_t* pairs = segments.in_decoded ? segments.decoded.data() : words;
   for (std::size_t r = 0; r < ranks; ++r) {
     for (std::size_t j = 0; j < tensors; ++j) {
       float* tensor = bucket.data + bucket.tensors[plan.sparse[j]].offset;
-      kernels::scatter_add_pairs(words + segments.offset[r * tensors + j],
+      kernels::scatter_add_pairs(pairs + segments.offset[r * tensors + j],
                                  segments.count[r * tensors + j], tensor, stream);
     }
   }

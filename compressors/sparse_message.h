@@ -13,6 +13,11 @@
 // to the host and checks the pairs where they are (kernels::check_sparse_pairs). Values are not
 // judged: a NaN or an infinity is a gradient like any other, for the AMP overflow check to find
 // (the top-k selector sends NaN on purpose).
+// On the compact wire (ExchangePlan::sparse_wire; Note [Compact sparse wire], kernels/
+// sparse_wire.h) each tensor's count and pairs are one compact segment instead, checked the same
+// way (kernels::decode_wire: too many pairs, a segment longer than what is left, a bad gap width,
+// block lengths that do not add up, an index out of range) and decoded to pairs before anything is
+// added; indices ascend by construction.
 #pragma once
 
 #include <cstddef>
@@ -38,9 +43,11 @@ class SparseMessageWriter {
   // Room for `words` words in `stream`'s memory; what was written is kept.
   void reserve(std::size_t words, const kernels::Stream& stream = kernels::Stream::host());
   // Appends one tensor: count, then the pairs (indices[j], tensor[indices[j]]); indices ascending.
-  // indices and tensor are in `stream`'s memory; the words go there too.
+  // On the compact wire, the tensor's compact segment of those pairs. indices and tensor are in
+  // `stream`'s memory; the words go there too.
   void append(const std::uint32_t* indices, std::size_t count, const float* tensor,
-              const kernels::Stream& stream = kernels::Stream::host());
+              const kernels::Stream& stream = kernels::Stream::host(),
+              SparseWire wire = SparseWire::kPairs);
   const std::uint32_t* data() const { return words_.data(); }
   std::size_t size() const { return size_; }
   // A host copy of the message (synchronises the stream it was written on).
@@ -49,6 +56,7 @@ class SparseMessageWriter {
  private:
   kernels::Stream stream_ = kernels::Stream::host();
   kernels::Buffer<std::uint32_t> words_;
+  kernels::Buffer<std::uint64_t> scratch_;  // the compact encoder's
   std::size_t size_ = 0;
 };
 
@@ -61,11 +69,15 @@ void check_message_sizes(const BucketView& bucket, const ExchangePlan& plan,
                          const std::vector<std::int64_t>& announced,
                          std::vector<std::size_t>& words_per_rank);
 
-// Where each rank's pairs for each sparse tensor lie in the received words, once validated:
-// entry r * (sparse tensors) + j.
+// Where each rank's pairs for each sparse tensor lie, once validated: entry r * (sparse tensors)
+// + j. On the pairs wire, in the received words; on the compact wire, in `decoded` (the segments
+// decoded to pairs, in the received words' memory).
 struct SparseSegments {
   std::vector<std::size_t> offset;  // the first pair's word
   std::vector<std::size_t> count;   // pairs
+  bool in_decoded = false;
+  kernels::Buffer<std::uint32_t> decoded;
+  kernels::Buffer<std::uint64_t> scratch;  // the compact decoder's
 };
 
 // Checks the messages of every rank (rank r's are words[offset_r, offset_r + words_per_rank[r]),

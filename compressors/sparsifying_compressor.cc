@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kernels/sparse.h"
+#include "kernels/sparse_wire.h"
 
 namespace gw::compressors {
 namespace {
@@ -42,6 +43,7 @@ SparsifyingCompressor::SparsifyingCompressor(std::vector<std::size_t> numels,
 void SparsifyingCompressor::plan_into(const BucketView& bucket, int world_size,
                                       ExchangePlan& plan) const {
   plan.clear();
+  plan.sparse_wire = options_.wire;
   const bool compressing = schedule_.compressing(step_);
   const double sparsity = compressing ? schedule_.sparsity(step_) : 0.0;
   std::size_t sparse_words = 0, sparse_numel = 0;
@@ -51,7 +53,7 @@ void SparsifyingCompressor::plan_into(const BucketView& bucket, int world_size,
       const std::size_t k = sparse_count(numel, sparsity);
       plan.sparse.push_back(pos);
       plan.k.push_back(k);
-      sparse_words += 1 + 2 * k;
+      sparse_words += options_.wire == SparseWire::kCompact ? 2 + k : 1 + 2 * k;
       sparse_numel += numel;
     } else {
       plan.dense.push_back(pos);
@@ -68,12 +70,17 @@ void SparsifyingCompressor::plan_into(const BucketView& bucket, int world_size,
 }
 
 std::size_t SparsifyingCompressor::send_top_k(float* acc, std::size_t numel, std::size_t k,
-                                              std::size_t parameter, SparseMessageWriter& out) {
+                                              std::size_t parameter, SparseWire wire,
+                                              SparseMessageWriter& out) {
   std::uint32_t* selected = selected_.reserve_discard(std::min(k, numel), stream_);
   const std::size_t count = selector_.select(acc, numel, k, options_.sample_ratio,
                                              selection_seed(step_, parameter), selected, stream_);
-  out.append(selected, count, acc, stream_);
-  kernels::zero_at(acc, selected, count, stream_);
+  out.append(selected, count, acc, stream_, wire);
+  if (wire == SparseWire::kCompact) {
+    kernels::keep_wire_error_at(acc, selected, count, stream_);
+  } else {
+    kernels::zero_at(acc, selected, count, stream_);
+  }
   return count;
 }
 

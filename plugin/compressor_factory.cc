@@ -16,6 +16,9 @@ CompressorSettings read_compressor_settings(const config::Config& config) {
   s.sparsify.rampup_begin_step = config.get_int(keys::kDgcRampupBeginStep);
   s.sparsify.rampup_steps = config.get_int(keys::kDgcRampupSteps);
   s.sparsify.sample_ratio = config.get_float(keys::kDgcSampleRatio);
+  s.sparsify.wire = config.get_string(keys::kSparseWire) == "compact"
+                        ? compressors::SparseWire::kCompact
+                        : compressors::SparseWire::kPairs;
   s.sparsify.min_numel = static_cast<std::size_t>(config.get_int(keys::kDgcMinNumel));
   s.momentum_masking = config.get_bool(keys::kDgcMomentumMasking);
   s.clip_norm = config.get_float(keys::kDgcClipNorm);

@@ -5,9 +5,12 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include "compressors/compressor.h"
+#include "compressors/sparse_message.h"
+#include "kernels/sparse_wire.h"
 
 namespace gw::compressors::testing {
 
@@ -84,6 +87,23 @@ inline std::vector<std::vector<float>> unpack(const Encoded& e, const BucketView
   std::size_t at = 0;
   for (std::size_t j = 0; j < e.plan.sparse.size(); ++j) {
     std::vector<float> t(bucket.tensors[e.plan.sparse[j]].numel, 0.0f);
+    if (e.plan.sparse_wire == SparseWire::kCompact) {
+      const std::size_t k = e.plan.k[j];
+      std::vector<std::uint32_t> pairs(2 * k);
+      std::vector<std::uint64_t> scratch(kernels::wire_scratch(k));
+      const kernels::WireCheck check =
+          kernels::decode_wire(e.words.data() + at, e.words.size() - at, t.size(), k, false,
+                               pairs.data(), scratch.data(), kernels::Stream::host());
+      if (!check.ok()) throw std::runtime_error(kernels::to_string(check.problem));
+      for (std::size_t i = 0; i < check.pairs; ++i) {
+        float v;
+        std::memcpy(&v, &pairs[2 * i + 1], sizeof v);
+        t[pairs[2 * i]] += v;
+      }
+      at += check.words;
+      out.push_back(std::move(t));
+      continue;
+    }
     const std::size_t count = e.words[at++];
     for (std::size_t i = 0; i < count; ++i) {
       float v;

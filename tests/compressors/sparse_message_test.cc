@@ -3,6 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/sparse_wire.h"
 
 #include "compressor_test_util.h"
 
@@ -129,6 +133,74 @@ TEST(SparseMessage, RejectsCountsThatDoNotMatchTheMessage) {
   expect_rejected({1, 1, bits(1.0f)}, "ends after 1 of 2 tensors");
   expect_rejected({0, 0, 99}, "1 words left over");
   expect_rejected({}, "ends after 0 of 2 tensors");
+}
+
+// --- The compact wire (Note [Compact sparse wire]) -----------------------------------------------
+
+TEST(SparseMessage, CompactWireSumsOverRanksInFp16) {
+  TwoTensorCase c;
+  c.plan.sparse_wire = SparseWire::kCompact;
+  std::vector<float> t1 = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9.001f};  // 9.001: not a binary16
+  std::vector<float> t2 = {-1, -2, -3, -4, -5, -6};
+  SparseMessageWriter a, b;
+  const std::uint32_t a1[] = {0, 9}, a2[] = {5};
+  a.append(a1, 2, t1.data(), kernels::Stream::host(), SparseWire::kCompact);
+  a.append(a2, 1, t2.data(), kernels::Stream::host(), SparseWire::kCompact);
+  const std::uint32_t b1[] = {9}, b2[] = {0, 2, 5};
+  b.append(b1, 1, t1.data(), kernels::Stream::host(), SparseWire::kCompact);
+  b.append(b2, 3, t2.data(), kernels::Stream::host(), SparseWire::kCompact);
+  // Tensor 1: 2 pairs, 2 block words, width 4 (gaps 0 and 8), gaps, values 0 and 9.0 (the
+  // binary16 nearest 9.001); tensor 2: 1 pair, 2 block words, width 3 (gap 5), values -6.
+  const std::vector<std::uint32_t> expected_a = {2, 2, 4, 0u | (8u << 4), 0x48800000u,
+                                                 1, 2, 3, 5, 0xc600u};
+  EXPECT_EQ(a.words(), expected_a);
+  EXPECT_EQ(max_message_words(c.plan), kernels::wire_max_words(2) + kernels::wire_max_words(3));
+
+  std::vector<std::uint32_t> words = a.words();
+  const std::vector<std::uint32_t> b_words = b.words();
+  words.insert(words.end(), b_words.begin(), b_words.end());
+  const std::vector<std::size_t> sizes = {a.words().size(), b_words.size()};
+  std::fill(c.storage.begin(), c.storage.end(), 7.0f);
+  SparseSegments sent;
+  validate_sparse_messages(c.bucket, c.plan, words.data(), sizes, sent);
+  accumulate_sparse_messages(c.bucket, c.plan, words.data(), sent);
+  const std::vector<float> expected = {7,  7, 7,                          // dense
+                                       0,  0, 0,  0, 0, 0,  0, 0, 0, 18,  // 9 + 9 in fp16
+                                       -1, 0, -3, 0, 0, -12};
+  EXPECT_EQ(c.storage, expected);
+}
+
+// Rank 0 sends a good compact message, rank 1 `bad`; the error names rank 1 and what is wrong,
+// and the bucket is untouched.
+void expect_compact_rejected(const std::vector<std::uint32_t>& bad, const std::string& fragment) {
+  TwoTensorCase c;
+  c.plan.sparse_wire = SparseWire::kCompact;
+  std::fill(c.storage.begin(), c.storage.end(), 3.0f);
+  const std::vector<float> before = c.storage;
+  // Tensor 1: index 4 (width 3), value 1.0; tensor 2: no pairs.
+  const std::vector<std::uint32_t> good = {1, 2, 3, 4, 0x3c00u, 0, 0};
+  std::vector<std::uint32_t> words = good;
+  words.insert(words.end(), bad.begin(), bad.end());
+  try {
+    SparseSegments sent;
+    validate_sparse_messages(c.bucket, c.plan, words.data(), {good.size(), bad.size()}, sent);
+    FAIL() << "accepted a malformed message";
+  } catch (const PayloadError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("from rank 1"), std::string::npos) << what;
+    EXPECT_NE(what.find(fragment), std::string::npos) << what;
+  }
+  EXPECT_EQ(c.storage, before);
+}
+
+TEST(SparseMessage, CompactWireRejectsEveryFlawNamingTheRank) {
+  expect_compact_rejected({1, 2, 4, 10, 0x3c00u, 0, 0}, "tensor 1 pair 0 has index 10, outside [0, 10)");
+  expect_compact_rejected({3, 2, 4, 10, 0x3c00u, 0, 0}, "tensor 1 has 3 pairs, more than the 2");
+  expect_compact_rejected({1, 2, 40, 1, 0x3c00u, 0, 0}, "width byte 0 = 40");
+  expect_compact_rejected({1, 3, 3, 4, 0x3c00u, 0, 0, 0}, "announces 3 block words; its gap widths give 2");
+  expect_compact_rejected({1, 2, 3, 4}, "announces 1 pairs in 5 words, but only 4 are left");
+  expect_compact_rejected({1, 2, 3, 4, 0x3c00u}, "it ends after 1 of 2 tensors");
+  expect_compact_rejected({1, 2, 3, 4, 0x3c00u, 0, 0, 9}, "1 words left over");
 }
 
 }  // namespace
