@@ -89,6 +89,18 @@ write("fuzz_sparse_message", "regression-duplicate-index",
       words(*layout, len(rank0), len(dup1), *rank0, *dup1))
 
 
+# fuzz_sparse_wire: numel, max pairs, then one compact segment (Note [Compact sparse wire]).
+write("fuzz_sparse_wire", "three_pairs", words(11, 4, 3, 3, 3, 3 | 5 << 6, 0xC0003C00, 0x3800))
+write("fuzz_sparse_wire", "no_pairs", words(5, 1, 0, 0))
+write("fuzz_sparse_wire", "run_of_four", words(4, 4, 4, 2, 0, 0, 0x3C000000))
+write("fuzz_sparse_wire", "gaps_of_32_bits", words(0xFFFFFFFF, 2, 2, 3, 32, 0, 0xFFFFFFFD, 0x3C003C00))
+write("fuzz_sparse_wire", "gaps_past_2_to_32", words(0xFFFFFFFF, 2, 2, 3, 32, 0xFFFFFFF0, 0x20, 0x3C003C00))
+write("fuzz_sparse_wire", "two_blocks", words(100, 40, 33, 21, 3 | 1 << 8, *([0x49249249] * 3),
+                                               *([0x3C003C00] * 16), 0, 0x3C00))
+write("fuzz_sparse_wire", "bad_width", words(11, 4, 1, 2, 40, 1, 0x3C00))
+write("fuzz_sparse_wire", "infinity_and_nan", words(11, 4, 2, 2, 3, 3 | 1 << 3, 0x7E007C00))
+
+
 # fuzz_idx_reader: IDX files (big-endian header), plain and gzip'd.
 def be(*ws):
     return b"".join(struct.pack(">I", w) for w in ws)
