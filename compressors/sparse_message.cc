@@ -35,7 +35,8 @@ void validate_compact_messages(const BucketView& bucket, const ExchangePlan& pla
     all_k += k;
     most_k = std::max(most_k, k);
   }
-  std::uint32_t* decoded = segments.decoded.reserve_discard(2 * all_k * words_per_rank.size(), stream);
+  std::uint32_t* decoded =
+      segments.decoded.reserve_discard(2 * all_k * words_per_rank.size(), stream);
   std::uint64_t* scratch = segments.scratch.reserve_discard(kernels::wire_scratch(most_k), stream);
   std::size_t offset = 0, out = 0;
   for (std::size_t r = 0; r < words_per_rank.size(); ++r) {
@@ -59,8 +60,8 @@ void validate_compact_messages(const BucketView& bucket, const ExchangePlan& pla
           }
           reject(rank, bucket,
                  tensor + " announces " + std::to_string(check.pairs) + " pairs in " +
-                     std::to_string(check.words) + " words, but only " +
-                     std::to_string(size - at) + " are left");
+                     std::to_string(check.words) + " words, but only " + std::to_string(size - at) +
+                     " are left");
         case kernels::WireProblem::kTooManyPairs:
           reject(rank, bucket,
                  tensor + " has " + std::to_string(check.value) + " pairs, more than the " +

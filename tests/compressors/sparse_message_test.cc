@@ -151,8 +151,8 @@ TEST(SparseMessage, CompactWireSumsOverRanksInFp16) {
   b.append(b2, 3, t2.data(), kernels::Stream::host(), SparseWire::kCompact);
   // Tensor 1: 2 pairs, 2 block words, width 4 (gaps 0 and 8), gaps, values 0 and 9.0 (the
   // binary16 nearest 9.001); tensor 2: 1 pair, 2 block words, width 3 (gap 5), values -6.
-  const std::vector<std::uint32_t> expected_a = {2, 2, 4, 0u | (8u << 4), 0x48800000u,
-                                                 1, 2, 3, 5, 0xc600u};
+  const std::vector<std::uint32_t> expected_a = {2, 2, 4, 0u | (8u << 4), 0x48800000u, 1,
+                                                 2, 3, 5, 0xc600u};
   EXPECT_EQ(a.words(), expected_a);
   EXPECT_EQ(max_message_words(c.plan), kernels::wire_max_words(2) + kernels::wire_max_words(3));
 
@@ -194,10 +194,12 @@ void expect_compact_rejected(const std::vector<std::uint32_t>& bad, const std::s
 }
 
 TEST(SparseMessage, CompactWireRejectsEveryFlawNamingTheRank) {
-  expect_compact_rejected({1, 2, 4, 10, 0x3c00u, 0, 0}, "tensor 1 pair 0 has index 10, outside [0, 10)");
+  expect_compact_rejected({1, 2, 4, 10, 0x3c00u, 0, 0},
+                          "tensor 1 pair 0 has index 10, outside [0, 10)");
   expect_compact_rejected({3, 2, 4, 10, 0x3c00u, 0, 0}, "tensor 1 has 3 pairs, more than the 2");
   expect_compact_rejected({1, 2, 40, 1, 0x3c00u, 0, 0}, "width byte 0 = 40");
-  expect_compact_rejected({1, 3, 3, 4, 0x3c00u, 0, 0, 0}, "announces 3 block words; its gap widths give 2");
+  expect_compact_rejected({1, 3, 3, 4, 0x3c00u, 0, 0, 0},
+                          "announces 3 block words; its gap widths give 2");
   expect_compact_rejected({1, 2, 3, 4}, "announces 1 pairs in 5 words, but only 4 are left");
   expect_compact_rejected({1, 2, 3, 4, 0x3c00u}, "it ends after 1 of 2 tensors");
   expect_compact_rejected({1, 2, 3, 4, 0x3c00u, 0, 0, 9}, "1 words left over");

@@ -131,7 +131,9 @@ void expect_mass_conserved(SparseWire wire) {
   EXPECT_EQ(sparse_steps, 10);
 }
 
-TEST(TopkCompressor, ConservesMassEveryParameterEveryStep) { expect_mass_conserved(SparseWire::kPairs); }
+TEST(TopkCompressor, ConservesMassEveryParameterEveryStep) {
+  expect_mass_conserved(SparseWire::kPairs);
+}
 
 TEST(TopkCompressor, ConservesMassOnTheCompactWireWithTheFp16ErrorKept) {
   expect_mass_conserved(SparseWire::kCompact);

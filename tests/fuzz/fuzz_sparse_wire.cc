@@ -100,7 +100,8 @@ Reference reference(const std::vector<std::uint32_t>& words, std::size_t numel,
       const std::uint64_t gap = width[b] == 0 ? 0 : read_bits(words, at, j * width[b], width[b]);
       ref.indices.push_back(next + gap);
       next = next + gap + 1;
-      ref.halves.push_back(static_cast<std::uint16_t>(words[at + gap_words + j / 2] >> (16 * (j % 2))));
+      ref.halves.push_back(
+          static_cast<std::uint16_t>(words[at + gap_words + j / 2] >> (16 * (j % 2))));
     }
     at += gap_words + (n + 1) / 2;
   }
@@ -141,9 +142,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::vector<std::uint32_t> segment(in.begin() + 2, in.end());
   std::vector<std::uint32_t> pairs(2 * max_pairs);
   std::vector<std::uint64_t> scratch(gk::wire_scratch(max_pairs));
-  const gk::WireCheck got =
-      gk::decode_wire(segment.data(), segment.size(), numel, max_pairs, false, pairs.data(),
-                      scratch.data(), gk::Stream::host());
+  const gk::WireCheck got = gk::decode_wire(segment.data(), segment.size(), numel, max_pairs, false,
+                                            pairs.data(), scratch.data(), gk::Stream::host());
   const Reference ref = reference(segment, numel, max_pairs);
   const gk::WireCheck& want = ref.check;
   if (got.problem != want.problem || got.position != want.position || got.value != want.value ||

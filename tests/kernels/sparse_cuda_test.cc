@@ -179,8 +179,7 @@ TEST_F(CudaSparseTest, CompactWireMatchesCpu) {
     DeviceCopy<std::uint32_t> didx(idx, stream_), dwords(words, stream_);
     DeviceCopy<float> dv(v, stream_);
     DeviceCopy<std::uint64_t> dscratch(scratch, stream_);
-    ASSERT_EQ(encode_wire(didx.get(), c.count, dv.get(), dwords.get(), dscratch.get(), stream_),
-              n);
+    ASSERT_EQ(encode_wire(didx.get(), c.count, dv.get(), dwords.get(), dscratch.get(), stream_), n);
     std::vector<std::uint32_t> back = dwords.to_host();
     words.resize(n);
     back.resize(n);
@@ -188,11 +187,11 @@ TEST_F(CudaSparseTest, CompactWireMatchesCpu) {
 
     for (const std::size_t numel : {c.numel, c.count > 0 ? std::size_t{idx.back()} : c.numel}) {
       std::vector<std::uint32_t> pairs(2 * c.count);
-      const WireCheck want = decode_wire(words.data(), n, numel, c.count, true, pairs.data(),
-                                         scratch.data(), kHost);
+      const WireCheck want =
+          decode_wire(words.data(), n, numel, c.count, true, pairs.data(), scratch.data(), kHost);
       DeviceCopy<std::uint32_t> dpairs(pairs, stream_);
-      const WireCheck got = decode_wire(dwords.get(), n, numel, c.count, true, dpairs.get(),
-                                        dscratch.get(), stream_);
+      const WireCheck got =
+          decode_wire(dwords.get(), n, numel, c.count, true, dpairs.get(), dscratch.get(), stream_);
       ASSERT_EQ(got.problem, want.problem) << to_string(got.problem);
       ASSERT_EQ(got.position, want.position);
       ASSERT_EQ(got.value, want.value);

@@ -109,15 +109,16 @@ TEST(Compression, CompactWireAtSparsityZeroFollowsDenseMomentumSgd) {
   const double drift = relative_difference(compact_model.big, dense_model.big);
   if (rank == 0) std::printf("compact wire against dense after 50 steps: %.3g\n", drift);
   EXPECT_LT(drift, 2e-4);  // 3.3e-5 to 3.6e-5 measured at 1 to 3 ranks
-  EXPECT_GT(drift, 0.0);  // it did travel in binary16
+  EXPECT_GT(drift, 0.0);   // it did travel in binary16
   EXPECT_LT(relative_difference(pairs_model.big, dense_model.big), 1e-5);
   EXPECT_EQ(sparse[1]->compression_stats().sparse_exchanges, 50);
   if (comm->size() > 1) {
     // Consecutive indices need no gap bits: 2 bytes per element against 8, beside the small
     // tensor's dense allreduce, which both send alike.
-    if (rank == 0) std::printf("gradient bytes: pairs %llu, compact %llu\n",
-                               static_cast<unsigned long long>(bytes[0]),
-                               static_cast<unsigned long long>(bytes[1]));
+    if (rank == 0)
+      std::printf("gradient bytes: pairs %llu, compact %llu\n",
+                  static_cast<unsigned long long>(bytes[0]),
+                  static_cast<unsigned long long>(bytes[1]));
     EXPECT_LT(bytes[1], bytes[0] * 3 / 10);
   }
 }
