@@ -23,78 +23,86 @@ std::uint32_t read_word(const std::uint32_t* word, const kernels::Stream& stream
   return value;
 }
 
-// validate_sparse_messages on the compact wire: each rank's segments decoded, one tensor after
-// the other, into segments.decoded.
-void validate_compact_messages(const BucketView& bucket, const ExchangePlan& plan,
-                               const std::uint32_t* words,
-                               const std::vector<std::size_t>& words_per_rank,
-                               SparseSegments& segments, const kernels::Stream& stream) {
-  const std::size_t tensors = plan.sparse.size();
-  std::size_t all_k = 0, most_k = 0;
-  for (std::size_t k : plan.k) {
-    all_k += k;
-    most_k = std::max(most_k, k);
+// Where one tensor's checked pairs lie (in the message, or decoded) and the words its segment took.
+struct Segment {
+  const std::uint32_t* pairs;
+  std::size_t count;
+  std::size_t words;
+};
+
+std::string tensor_name(const TensorSlot& t) { return "tensor " + std::to_string(t.parameter); }
+
+// A pairs-format segment (Note [Sparse message format]) at msg[0..left), left >= 1, checked where
+// it lies.
+Segment check_pairs_segment(const std::uint32_t* msg, std::size_t left, std::size_t k,
+                            const TensorSlot& t, int rank, const BucketView& bucket,
+                            const kernels::Stream& stream) {
+  const std::size_t count = read_word(msg, stream);
+  if (count > k) {
+    reject(rank, bucket,
+           tensor_name(t) + " has " + std::to_string(count) + " pairs, more than the " +
+               std::to_string(k) + " a rank may send");
   }
-  std::uint32_t* decoded =
-      segments.decoded.reserve_discard(2 * all_k * words_per_rank.size(), stream);
-  std::uint64_t* scratch = segments.scratch.reserve_discard(kernels::wire_scratch(most_k), stream);
-  std::size_t offset = 0, out = 0;
-  for (std::size_t r = 0; r < words_per_rank.size(); ++r) {
-    const int rank = static_cast<int>(r);
-    const std::size_t size = words_per_rank[r];
-    std::size_t at = 0;
-    for (std::size_t j = 0; j < tensors; ++j) {
-      const TensorSlot& t = bucket.tensors[plan.sparse[j]];
-      const std::string tensor = "tensor " + std::to_string(t.parameter);
-      const kernels::WireCheck check =
-          kernels::decode_wire(words + offset + at, size - at, t.numel, plan.k[j], false,
-                               decoded + out, scratch, stream);
-      switch (check.problem) {
-        case kernels::WireProblem::kNone:
-          break;
-        case kernels::WireProblem::kTruncated:
-          if (size - at < 2) {
-            reject(rank, bucket,
-                   "it ends after " + std::to_string(j) + " of " + std::to_string(tensors) +
-                       " tensors (" + std::to_string(size) + " words)");
-          }
-          reject(rank, bucket,
-                 tensor + " announces " + std::to_string(check.pairs) + " pairs in " +
-                     std::to_string(check.words) + " words, but only " + std::to_string(size - at) +
-                     " are left");
-        case kernels::WireProblem::kTooManyPairs:
-          reject(rank, bucket,
-                 tensor + " has " + std::to_string(check.value) + " pairs, more than the " +
-                     std::to_string(plan.k[j]) + " a rank may send");
-        case kernels::WireProblem::kBadWidth:
-          reject(rank, bucket,
-                 tensor + " has width byte " + std::to_string(check.position) + " = " +
-                     std::to_string(check.value) +
-                     "; a block's gap width is 0 to 32, and the bytes after the last block are 0");
-        case kernels::WireProblem::kWrongBlockWords:
-          reject(rank, bucket,
-                 tensor + " announces " + std::to_string(check.value) +
-                     " block words; its gap widths give " + std::to_string(check.expected));
-        case kernels::WireProblem::kIndexOutOfRange:
-          reject(rank, bucket,
-                 tensor + " pair " + std::to_string(check.position) + " has index " +
-                     std::to_string(check.value) + ", outside [0, " + std::to_string(t.numel) +
-                     ")");
-        case kernels::WireProblem::kNonFiniteValue:
-          reject(rank, bucket, tensor + ": " + kernels::to_string(check.problem));
-      }
-      segments.offset[r * tensors + j] = out;
-      segments.count[r * tensors + j] = check.pairs;
-      out += 2 * check.pairs;
-      at += check.words;
-    }
-    if (at != size) {
+  if (left - 1 < 2 * count) {
+    reject(rank, bucket,
+           tensor_name(t) + " announces " + std::to_string(count) + " pairs but only " +
+               std::to_string((left - 1) / 2) + " follow");
+  }
+  const kernels::PairsCheck check = kernels::check_sparse_pairs(msg + 1, count, t.numel, stream);
+  if (check.problem == kernels::PairsProblem::kIndexOutOfRange) {
+    reject(rank, bucket,
+           tensor_name(t) + " pair " + std::to_string(check.position) + " has index " +
+               std::to_string(check.index) + ", outside [0, " + std::to_string(t.numel) + ")");
+  }
+  if (check.problem == kernels::PairsProblem::kNotIncreasing) {
+    // A repeat would add that element's value twice; any other order is not what a selector
+    // sends.
+    reject(rank, bucket,
+           tensor_name(t) + " pair " + std::to_string(check.position) + " has index " +
+               std::to_string(check.index) + ", not above pair " +
+               std::to_string(check.position - 1) + "'s index " +
+               std::to_string(check.previous_index) +
+               "; a rank sends each tensor's indices in strictly increasing order");
+  }
+  return {msg + 1, count, 1 + 2 * count};
+}
+
+// A compact segment (Note [Compact sparse wire]) at msg[0..left), left >= 1, checked and decoded
+// to `decoded` (room for 2k words).
+Segment decode_compact_segment(const std::uint32_t* msg, std::size_t left, std::size_t k,
+                               const TensorSlot& t, std::uint32_t* decoded, std::uint64_t* scratch,
+                               int rank, const BucketView& bucket, const kernels::Stream& stream) {
+  const kernels::WireCheck check =
+      kernels::decode_wire(msg, left, t.numel, k, false, decoded, scratch, stream);
+  switch (check.problem) {
+    case kernels::WireProblem::kNone:
+      return {decoded, check.pairs, check.words};
+    case kernels::WireProblem::kTruncated:
       reject(rank, bucket,
-             std::to_string(size - at) + " words left over after the " + std::to_string(tensors) +
-                 " tensors its segments describe");
-    }
-    offset += size;
+             tensor_name(t) + " announces " + std::to_string(check.pairs) + " pairs in " +
+                 std::to_string(check.words) + " words, but only " + std::to_string(left) +
+                 " are left");
+    case kernels::WireProblem::kTooManyPairs:
+      reject(rank, bucket,
+             tensor_name(t) + " has " + std::to_string(check.value) + " pairs, more than the " +
+                 std::to_string(k) + " a rank may send");
+    case kernels::WireProblem::kBadWidth:
+      reject(rank, bucket,
+             tensor_name(t) + " has width byte " + std::to_string(check.position) + " = " +
+                 std::to_string(check.value) +
+                 "; a block's gap width is 0 to 32, and the bytes after the last block are 0");
+    case kernels::WireProblem::kWrongBlockWords:
+      reject(rank, bucket,
+             tensor_name(t) + " announces " + std::to_string(check.value) +
+                 " block words; its gap widths give " + std::to_string(check.expected));
+    case kernels::WireProblem::kIndexOutOfRange:
+      reject(rank, bucket,
+             tensor_name(t) + " pair " + std::to_string(check.position) + " has index " +
+                 std::to_string(check.value) + ", outside [0, " + std::to_string(t.numel) + ")");
+    case kernels::WireProblem::kNonFiniteValue:
+      break;  // not asked for: values are not judged
   }
+  reject(rank, bucket, tensor_name(t) + ": " + kernels::to_string(check.problem));
 }
 
 }  // namespace
@@ -167,10 +175,19 @@ void validate_sparse_messages(const BucketView& bucket, const ExchangePlan& plan
   segments.offset.assign(words_per_rank.size() * tensors, 0);
   segments.count.assign(words_per_rank.size() * tensors, 0);
   segments.in_decoded = plan.sparse_wire == SparseWire::kCompact;
+  // The compact wire decodes every rank's pairs into segments.decoded, 2k words per tensor each.
+  std::uint32_t* decoded = nullptr;
+  std::uint64_t* scratch = nullptr;
   if (segments.in_decoded) {
-    return validate_compact_messages(bucket, plan, words, words_per_rank, segments, stream);
+    std::size_t all_k = 0, most_k = 0;
+    for (std::size_t k : plan.k) {
+      all_k += k;
+      most_k = std::max(most_k, k);
+    }
+    decoded = segments.decoded.reserve_discard(2 * all_k * words_per_rank.size(), stream);
+    scratch = segments.scratch.reserve_discard(kernels::wire_scratch(most_k), stream);
   }
-  std::size_t offset = 0;
+  std::size_t offset = 0, out = 0;
   for (std::size_t r = 0; r < words_per_rank.size(); ++r) {
     const int rank = static_cast<int>(r);
     const std::size_t size = words_per_rank[r];
@@ -182,44 +199,22 @@ void validate_sparse_messages(const BucketView& bucket, const ExchangePlan& plan
                "it ends after " + std::to_string(j) + " of " + std::to_string(tensors) +
                    " tensors (" + std::to_string(size) + " words)");
       }
-      const std::size_t count = read_word(words + offset + at, stream);
-      ++at;
-      if (count > plan.k[j]) {
-        reject(rank, bucket,
-               "tensor " + std::to_string(t.parameter) + " has " + std::to_string(count) +
-                   " pairs, more than the " + std::to_string(plan.k[j]) + " a rank may send");
-      }
-      if (size - at < 2 * count) {
-        reject(rank, bucket,
-               "tensor " + std::to_string(t.parameter) + " announces " + std::to_string(count) +
-                   " pairs but only " + std::to_string((size - at) / 2) + " follow");
-      }
-      const kernels::PairsCheck check =
-          kernels::check_sparse_pairs(words + offset + at, count, t.numel, stream);
-      if (check.problem == kernels::PairsProblem::kIndexOutOfRange) {
-        reject(rank, bucket,
-               "tensor " + std::to_string(t.parameter) + " pair " + std::to_string(check.position) +
-                   " has index " + std::to_string(check.index) + ", outside [0, " +
-                   std::to_string(t.numel) + ")");
-      }
-      if (check.problem == kernels::PairsProblem::kNotIncreasing) {
-        // A repeat would add that element's value twice; any other order is not what a selector
-        // sends.
-        reject(rank, bucket,
-               "tensor " + std::to_string(t.parameter) + " pair " + std::to_string(check.position) +
-                   " has index " + std::to_string(check.index) + ", not above pair " +
-                   std::to_string(check.position - 1) + "'s index " +
-                   std::to_string(check.previous_index) +
-                   "; a rank sends each tensor's indices in strictly increasing order");
-      }
-      segments.offset[r * tensors + j] = offset + at;
-      segments.count[r * tensors + j] = count;
-      at += 2 * count;
+      const std::uint32_t* msg = words + offset + at;
+      const Segment seg =
+          segments.in_decoded
+              ? decode_compact_segment(msg, size - at, plan.k[j], t, decoded + out, scratch, rank,
+                                       bucket, stream)
+              : check_pairs_segment(msg, size - at, plan.k[j], t, rank, bucket, stream);
+      const std::uint32_t* base = segments.in_decoded ? decoded : words;
+      segments.offset[r * tensors + j] = static_cast<std::size_t>(seg.pairs - base);
+      segments.count[r * tensors + j] = seg.count;
+      if (segments.in_decoded) out += 2 * seg.count;
+      at += seg.words;
     }
     if (at != size) {
       reject(rank, bucket,
              std::to_string(size - at) + " words left over after the " + std::to_string(tensors) +
-                 " tensors its counts describe");
+                 " tensors it describes");
     }
     offset += size;
   }

@@ -78,8 +78,7 @@ WireCheck decode_wire(const std::uint32_t* words, std::size_t available, std::si
     const std::uint32_t* in = blocks + (b == 0 ? 0 : ends[b - 1]);
     const std::uint32_t w = wire::width_byte(table_words, b);
     const std::size_t n = wire::block_pairs(c, b);
-    wire::decode_block(in, n, w, base, pairs + 2 * b * kWireBlockPairs);
-    base += wire::block_span(in, n, w);
+    base = wire::decode_block(in, n, w, base, pairs + 2 * b * kWireBlockPairs);
   }
   for (std::size_t j = 0; j < c; ++j) {
     if (pairs[2 * j] >= numel) {
@@ -91,11 +90,10 @@ WireCheck decode_wire(const std::uint32_t* words, std::size_t available, std::si
   }
   if (finite_values_only) {
     for (std::size_t j = 0; j < c; ++j) {
-      const float value = wire::bits_float(pairs[2 * j + 1]);
-      if (!wire::half_is_finite(wire::half_bits(value))) {
+      if (!wire::value_finite(pairs[2 * j + 1])) {
         check.problem = WireProblem::kNonFiniteValue;
         check.position = j;
-        check.value = wire::half_bits(value);
+        check.value = wire::half_bits(wire::bits_float(pairs[2 * j + 1]));
         return check;
       }
     }

@@ -136,7 +136,7 @@ struct IndexAtLeastOp {
 struct NonFiniteValueOp {
   const std::uint32_t* pairs;
   GW_HOST_DEVICE bool operator()(std::size_t j) const {
-    return (pairs[2 * j + 1] & 0x7f800000u) == 0x7f800000u;
+    return !wire::value_finite(pairs[2 * j + 1]);
   }
 };
 
@@ -163,9 +163,6 @@ std::size_t encode_wire(const Policy& policy, const std::uint32_t* indices, std:
     thrust::for_each(policy, first, first + nb,
                      EncodeBlockOp{indices, count, v, widths, ends, words + 2 + table});
   }
-  // The words are written when the caller reads them in the stream's order; a host caller of a
-  // CUDA stream synchronises (the API says encode_wire does).
-  read_value(policy, words);
   return 2 + table + block_total;
 }
 

@@ -114,8 +114,10 @@ GW_HOST_DEVICE inline std::uint64_t block_span(const std::uint32_t* in, std::siz
 
 // Decodes a block of n pairs, width w, whose first index is base + its first gap, to
 // pairs[0..2n) as (index, float bits); an index that does not fit 32 bits is written 2^32 - 1.
-GW_HOST_DEVICE inline void decode_block(const std::uint32_t* in, std::size_t n, std::uint32_t w,
-                                        std::uint64_t base, std::uint32_t* pairs) {
+// Returns the next block's base: its last index + 1 (base + block_span).
+GW_HOST_DEVICE inline std::uint64_t decode_block(const std::uint32_t* in, std::size_t n,
+                                                 std::uint32_t w, std::uint64_t base,
+                                                 std::uint32_t* pairs) {
   const std::size_t gap_words = (n * w + 31) / 32;
   std::uint64_t next = base;
   for (std::size_t j = 0; j < n; ++j) {
@@ -125,6 +127,12 @@ GW_HOST_DEVICE inline void decode_block(const std::uint32_t* in, std::size_t n, 
     const auto h = static_cast<std::uint16_t>(in[gap_words + j / 2] >> (16 * (j % 2)));
     pairs[2 * j + 1] = float_bits(half_to_float(h));
   }
+  return next;
+}
+
+// Whether a decoded value (float bits) is finite.
+GW_HOST_DEVICE inline bool value_finite(std::uint32_t bits) {
+  return (bits & 0x7f800000u) != 0x7f800000u;
 }
 
 // x -= what the wire carries for x (0 left for an infinity or a NaN).

@@ -108,7 +108,7 @@ TEST(Compression, CompactWireAtSparsityZeroFollowsDenseMomentumSgd) {
   }
   const double drift = relative_difference(compact_model.big, dense_model.big);
   if (rank == 0) std::printf("compact wire against dense after 50 steps: %.3g\n", drift);
-  EXPECT_LT(drift, 2e-4);  // 3.3e-5 to 3.6e-5 measured at 1 to 3 ranks
+  EXPECT_LT(drift, 2e-4);
   EXPECT_GT(drift, 0.0);   // it did travel in binary16
   EXPECT_LT(relative_difference(pairs_model.big, dense_model.big), 1e-5);
   EXPECT_EQ(sparse[1]->compression_stats().sparse_exchanges, 50);
