@@ -50,7 +50,8 @@ void SparsifyingCompressor::plan_into(const BucketView& bucket, int world_size,
   for (std::size_t pos = 0; pos < bucket.tensors.size(); ++pos) {
     const std::size_t numel = bucket.tensors[pos].numel;
     if (compressing && numel >= options_.min_numel) {
-      const std::size_t k = sparse_count(numel, sparsity);
+      const std::size_t k =
+          std::max(sparse_count(numel, sparsity), std::min(numel, options_.min_k));
       plan.sparse.push_back(pos);
       plan.k.push_back(k);
       sparse_words += options_.wire == SparseWire::kCompact ? 2 + k : 1 + 2 * k;

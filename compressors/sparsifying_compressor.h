@@ -18,8 +18,9 @@ struct SparsifyOptions {
   std::int64_t rampup_begin_step = 0;      // GRADWIRE_DGC_RAMPUP_BEGIN_STEP
   std::int64_t rampup_steps = 0;           // GRADWIRE_DGC_RAMPUP_STEPS
   double sample_ratio = 0.01;              // GRADWIRE_DGC_SAMPLE_RATIO
-  std::size_t min_numel = 16384;           // GRADWIRE_DGC_MIN_NUMEL
-  SparseWire wire = SparseWire::kPairs;    // GRADWIRE_SPARSE_WIRE
+  std::size_t min_numel = 1;               // GRADWIRE_DGC_MIN_NUMEL
+  std::size_t min_k = 256;                 // GRADWIRE_DGC_MIN_K
+  SparseWire wire = SparseWire::kCompact;  // GRADWIRE_SPARSE_WIRE
   // Test-only: false keeps the sparse exchange even where a dense one would move fewer bytes, so
   // tests can drive the sparse path at sparsity 0.
   bool dense_fallback = true;
@@ -35,14 +36,25 @@ class SparsifyingCompressor : public Compressor {
 
   // Note [When sparse falls back to dense]
   // Before the schedule's begin step everything is dense. From it on, tensors of at least
-  // min_numel elements are sparsified at the scheduled sparsity and the rest stay dense. The
-  // sparse allgatherv makes each rank send its message of W = T + 2 sum(k) words (T tensors) to
-  // the n - 1 others: 4 (n - 1) W bytes; an allreduce of those tensors' N elements moves
+  // min_numel elements (by default all) are sparsified at the scheduled sparsity, each sending at
+  // most k pairs (Note [Small tensors in the selection]), and the rest stay dense. The sparse
+  // allgatherv makes each rank send its message of W = T + 2 sum(k) words (T tensors) to the
+  // n - 1 others: 4 (n - 1) W bytes; an allreduce of those tensors' N elements moves
   // 2 (n - 1) / n x 4 N bytes per rank. When n W >= 2 N the dense allreduce moves no more, so the
   // bucket's sparse tensors go dense for this step and the plan says so (dense_fallback). Every
   // input is known before any gradient is (Note [Plans agree across ranks]). On the compact wire
-  // W is taken as 2T + sum(k): a word per pair, above the 0.9 measured at sparsity 0.999 and
-  // the 0.7 of sparsity 0.75 (narrower gaps), since a plan cannot see the gaps.
+  // W is taken as 2T + sum(k): a word per pair, more than the wire spends at the sparsities
+  // SparseWire's tests measure, since a plan cannot see the gaps.
+  //
+  // Note [Small tensors in the selection]
+  // No tensor goes dense only because it is small: every tensor of a bucket takes part in the
+  // bucket's sparse message, each with its own top-k. The per-tensor threshold is the
+  // normalisation a single bucket-wide threshold lacks: one threshold over a bucket sends the
+  // layers whose gradients run large and starves the rest. At sparsity 0.999 a bias or a small
+  // output layer would still send one or a handful of elements a step, so k has a floor:
+  // k = max(ceil(numel (1 - s)), min(numel, min_k)), all of a tensor of min_k elements or fewer.
+  // The floor costs a few hundred pairs per small tensor. Its default came from the reference
+  // MLP at floors 0, 64 and 256 (docs/STRATEGIES.md, "Small tensors", gives the commands).
   void plan_into(const BucketView& bucket, int world_size, ExchangePlan& out) const override;
 
   // Whether parameter p is ever sparsified (and so keeps an accumulator).

@@ -20,6 +20,7 @@ CompressorSettings read_compressor_settings(const config::Config& config) {
                         ? compressors::SparseWire::kCompact
                         : compressors::SparseWire::kPairs;
   s.sparsify.min_numel = static_cast<std::size_t>(config.get_int(keys::kDgcMinNumel));
+  s.sparsify.min_k = static_cast<std::size_t>(config.get_int(keys::kDgcMinK));
   s.momentum_masking = config.get_bool(keys::kDgcMomentumMasking);
   s.clip_norm = config.get_float(keys::kDgcClipNorm);
   const std::size_t values = s.sparsify.sparsity.size();

@@ -21,6 +21,8 @@ DgcOptions dgc(std::vector<double> sparsity, double momentum = 0.9, bool nestero
   DgcOptions o;
   o.sparsify.sparsity = std::move(sparsity);
   o.sparsify.min_numel = 100;
+  o.sparsify.min_k = 0;  // the k rule without its floor, on the pairs wire the counts assume
+  o.sparsify.wire = SparseWire::kPairs;
   o.momentum = momentum;
   o.nesterov = nesterov;
   return o;

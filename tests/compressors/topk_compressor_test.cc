@@ -16,10 +16,14 @@ using testing::make_bucket;
 using testing::normal_values;
 using testing::unpack;
 
+// The k rule without its floor and on the pairs wire, which these tests' counts are written for;
+// the floor and the compact wire have their own tests.
 SparsifyOptions options(std::vector<double> sparsity, std::size_t min_numel = 100) {
   SparsifyOptions o;
   o.sparsity = std::move(sparsity);
   o.min_numel = min_numel;
+  o.min_k = 0;
+  o.wire = SparseWire::kPairs;
   return o;
 }
 
@@ -34,6 +38,21 @@ TEST(TopkCompressor, PlanSplitsBySizeAndKeepsMemoryOrder) {
   EXPECT_EQ(plan.k, (std::vector<std::size_t>{10, 1}));
   EXPECT_FALSE(plan.dense_fallback);
   EXPECT_EQ(plan.dense_wire, DenseWire::kFloat32);
+}
+
+TEST(TopkCompressor, MinKRaisesTheSmallTensorsCountToTheFloorOrTheWholeTensor) {
+  // GRADWIRE_DGC_MIN_K: k = max(ceil(numel (1 - s)), min(numel, min_k)), so a bias of 10 sends
+  // all of itself and a 5000-element layer at least 64, where 0.999 alone gives them 1 and 5.
+  std::vector<float> storage;
+  const BucketView bucket = make_bucket(storage, {10, 5000, 200000});
+  SparsifyOptions o = options({0.999}, 1);
+  o.min_k = 64;
+  o.dense_fallback = false;
+  TopkCompressor c({10, 5000, 200000}, o);
+  EXPECT_EQ(c.plan(bucket, 4).k, (std::vector<std::size_t>{10, 64, 200}));
+  o.min_k = 0;
+  EXPECT_EQ(TopkCompressor({10, 5000, 200000}, o).plan(bucket, 4).k,
+            (std::vector<std::size_t>{1, 5, 200}));
 }
 
 TEST(TopkCompressor, FallsBackToDenseWhenTheSparseExchangeMovesMoreBytes) {
