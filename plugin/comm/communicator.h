@@ -8,6 +8,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gw {
@@ -60,6 +61,16 @@ class Communicator {
                                       std::vector<std::size_t> recv_counts, DataType type,
                                       TrafficKind kind) = 0;
 
+  // send holds size() blocks back to back, block r (send_counts[r] elements) for rank r; recv
+  // receives rank r's block for this rank at the offset sum(recv_counts[0..r)), recv_counts[r]
+  // elements. send_counts.size() == recv_counts.size() == size(); recv_counts[r] must equal what
+  // rank r sends here (the caller exchanges counts first, e.g. with an allgatherv of the counts).
+  // send and recv must not overlap (MPI forbids aliased buffers; NCCL's sends and receives run
+  // concurrently).
+  virtual WorkHandle alltoallv_async(const void* send, std::vector<std::size_t> send_counts,
+                                     void* recv, std::vector<std::size_t> recv_counts,
+                                     DataType type, TrafficKind kind) = 0;
+
   // buffer on every rank receives root's buffer.
   virtual WorkHandle broadcast_async(void* buffer, std::size_t count, DataType type, int root,
                                      TrafficKind kind) = 0;
@@ -76,6 +87,10 @@ class Communicator {
   virtual void allgatherv(const void* send, std::size_t send_count, void* recv,
                           std::vector<std::size_t> recv_counts, DataType type, TrafficKind kind) {
     allgatherv_async(send, send_count, recv, std::move(recv_counts), type, kind)->wait();
+  }
+  virtual void alltoallv(const void* send, std::vector<std::size_t> send_counts, void* recv,
+                         std::vector<std::size_t> recv_counts, DataType type, TrafficKind kind) {
+    alltoallv_async(send, std::move(send_counts), recv, std::move(recv_counts), type, kind)->wait();
   }
   virtual void broadcast(void* buffer, std::size_t count, DataType type, int root,
                          TrafficKind kind) {

@@ -56,6 +56,19 @@ CountingCommunicator::Bytes CountingCommunicator::allgatherv_bytes(
   return {others * send_count * element, (total - send_count) * element};
 }
 
+CountingCommunicator::Bytes CountingCommunicator::alltoallv_bytes(
+    const std::vector<std::size_t>& send_counts, const std::vector<std::size_t>& recv_counts,
+    DataType type) const {
+  // Skips index rank() rather than subtracting it, so that count vectors of the wrong size (which
+  // the wrapped communicator then refuses, uncounted) are never indexed past their end.
+  const auto self = static_cast<std::size_t>(rank());
+  std::uint64_t sent = 0, received = 0;
+  for (std::size_t r = 0; r < send_counts.size(); ++r) sent += r == self ? 0 : send_counts[r];
+  for (std::size_t r = 0; r < recv_counts.size(); ++r) received += r == self ? 0 : recv_counts[r];
+  const std::uint64_t element = size_of(type);
+  return {sent * element, received * element};
+}
+
 void CountingCommunicator::record_broadcast(std::size_t count, DataType type, int root,
                                             TrafficKind kind) {
   const std::uint64_t bytes = static_cast<std::uint64_t>(count) * size_of(type);
@@ -83,6 +96,25 @@ void CountingCommunicator::allgatherv(const void* send, std::size_t send_count, 
                                       TrafficKind kind) {
   const Bytes bytes = allgatherv_bytes(recv_counts, send_count, type);
   inner_->allgatherv(send, send_count, recv, std::move(recv_counts), type, kind);
+  record(kind, bytes.sent, bytes.received);
+}
+
+WorkHandle CountingCommunicator::alltoallv_async(const void* send,
+                                                 std::vector<std::size_t> send_counts, void* recv,
+                                                 std::vector<std::size_t> recv_counts,
+                                                 DataType type, TrafficKind kind) {
+  const Bytes bytes = alltoallv_bytes(send_counts, recv_counts, type);
+  WorkHandle work = inner_->alltoallv_async(send, std::move(send_counts), recv,
+                                            std::move(recv_counts), type, kind);
+  record(kind, bytes.sent, bytes.received);
+  return work;
+}
+
+void CountingCommunicator::alltoallv(const void* send, std::vector<std::size_t> send_counts,
+                                     void* recv, std::vector<std::size_t> recv_counts,
+                                     DataType type, TrafficKind kind) {
+  const Bytes bytes = alltoallv_bytes(send_counts, recv_counts, type);
+  inner_->alltoallv(send, std::move(send_counts), recv, std::move(recv_counts), type, kind);
   record(kind, bytes.sent, bytes.received);
 }
 

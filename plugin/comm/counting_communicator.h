@@ -19,6 +19,8 @@ namespace gw {
 //               then its reduced chunk to each of them: sent = received = (count + (n-2) c_r) x
 //               element size; 2(n-1)/n x bytes when n divides count, 0 when n == 1.
 //   allgatherv  r sends its block to the n-1 others and receives every other block.
+//   alltoallv   r sends block q to each rank q != r and receives each other rank's block for it.
+//               As in allgatherv, r's own block never leaves the rank and is not counted.
 //   broadcast   the root sends the buffer to each of the n-1 others; every other rank receives it.
 //   barrier     nothing.
 // These are the figures nccl-tests' bus bandwidth is based on, so bytes/time from these counters is
@@ -47,6 +49,9 @@ class CountingCommunicator : public Communicator {
   WorkHandle allgatherv_async(const void* send, std::size_t send_count, void* recv,
                               std::vector<std::size_t> recv_counts, DataType type,
                               TrafficKind kind) override;
+  WorkHandle alltoallv_async(const void* send, std::vector<std::size_t> send_counts, void* recv,
+                             std::vector<std::size_t> recv_counts, DataType type,
+                             TrafficKind kind) override;
   WorkHandle broadcast_async(void* buffer, std::size_t count, DataType type, int root,
                              TrafficKind kind) override;
   void barrier() override { inner_->barrier(); }
@@ -54,6 +59,8 @@ class CountingCommunicator : public Communicator {
                  TrafficKind kind) override;
   void allgatherv(const void* send, std::size_t send_count, void* recv,
                   std::vector<std::size_t> recv_counts, DataType type, TrafficKind kind) override;
+  void alltoallv(const void* send, std::vector<std::size_t> send_counts, void* recv,
+                 std::vector<std::size_t> recv_counts, DataType type, TrafficKind kind) override;
   void broadcast(void* buffer, std::size_t count, DataType type, int root,
                  TrafficKind kind) override;
 
@@ -74,6 +81,8 @@ class CountingCommunicator : public Communicator {
   };
   Bytes allgatherv_bytes(const std::vector<std::size_t>& recv_counts, std::size_t send_count,
                          DataType type) const;
+  Bytes alltoallv_bytes(const std::vector<std::size_t>& send_counts,
+                        const std::vector<std::size_t>& recv_counts, DataType type) const;
   void record_broadcast(std::size_t count, DataType type, int root, TrafficKind kind);
 
   struct AtomicKind {

@@ -276,6 +276,15 @@ class RoutedCommunicator final : public Communicator {
     return pick({send, recv})
         .allgatherv_async(send, send_count, recv, std::move(recv_counts), type, kind);
   }
+  // Unlike an allgatherv's, an alltoallv's buffers may both be empty on one rank only (it sends
+  // and receives nothing) while the others' are on a device; were both null, that rank alone would
+  // route to the host. A caller whose blocks may all be empty passes non-null buffers.
+  WorkHandle alltoallv_async(const void* send, std::vector<std::size_t> send_counts, void* recv,
+                             std::vector<std::size_t> recv_counts, DataType type,
+                             TrafficKind kind) override {
+    return pick({send, recv})
+        .alltoallv_async(send, std::move(send_counts), recv, std::move(recv_counts), type, kind);
+  }
   WorkHandle broadcast_async(void* buffer, std::size_t count, DataType type, int root,
                              TrafficKind kind) override {
     return pick({buffer}).broadcast_async(buffer, count, type, root, kind);
@@ -288,6 +297,11 @@ class RoutedCommunicator final : public Communicator {
   void allgatherv(const void* send, std::size_t send_count, void* recv,
                   std::vector<std::size_t> recv_counts, DataType type, TrafficKind kind) override {
     pick({send, recv}).allgatherv(send, send_count, recv, std::move(recv_counts), type, kind);
+  }
+  void alltoallv(const void* send, std::vector<std::size_t> send_counts, void* recv,
+                 std::vector<std::size_t> recv_counts, DataType type, TrafficKind kind) override {
+    pick({send, recv})
+        .alltoallv(send, std::move(send_counts), recv, std::move(recv_counts), type, kind);
   }
   void broadcast(void* buffer, std::size_t count, DataType type, int root,
                  TrafficKind kind) override {

@@ -7,6 +7,7 @@
 // as skipped (Note "Skipped is not passed").
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -188,6 +189,50 @@ void check_collectives_on_device(CountingCommunicator& comm, int device) {
   EXPECT_EQ(c[TrafficKind::kGradient].sent_bytes,
             2 * static_cast<std::uint64_t>(n - 1) * send.size() * 4);
   EXPECT_EQ(c[TrafficKind::kGradient].received_bytes, 2 * (total - send.size()) * 4);
+
+  // alltoallv: rank s sends rank q (s + 2q) % 3 elements 1000 s + 100 q + i (zero-element blocks
+  // included, and what s sends q differs from what q sends s).
+  comm.reset();
+  const auto block = [](int from, int to) { return static_cast<std::size_t>((from + 2 * to) % 3); };
+  std::vector<std::size_t> send_counts(static_cast<std::size_t>(n));
+  std::vector<std::size_t> recv_counts(static_cast<std::size_t>(n));
+  std::vector<std::int32_t> to_send, from_each;
+  std::uint64_t sent = 0, received = 0;
+  for (int q = 0; q < n; ++q) {
+    const auto qi = static_cast<std::size_t>(q);
+    send_counts[qi] = block(r, q);
+    recv_counts[qi] = block(q, r);
+    for (std::size_t i = 0; i < send_counts[qi]; ++i) {
+      to_send.push_back(1000 * r + 100 * q + static_cast<std::int32_t>(i));
+    }
+    for (std::size_t i = 0; i < recv_counts[qi]; ++i) {
+      from_each.push_back(1000 * q + 100 * r + static_cast<std::int32_t>(i));
+    }
+    if (q != r) {
+      sent += send_counts[qi] * 4;
+      received += recv_counts[qi] * 4;
+    }
+  }
+  // A rank may send or receive nothing at all; the buffers stay allocated (one element) so that a
+  // routed communicator sees device pointers on every rank.
+  DeviceVector<std::int32_t> a2a_send(to_send.empty() ? std::vector<std::int32_t>{0} : to_send,
+                                      stream);
+  const std::vector<std::int32_t> unset(std::max<std::size_t>(from_each.size(), 1), -7);
+  DeviceVector<std::int32_t> a2a_recv(unset, stream), a2a_recv_async(unset, stream);
+  comm.alltoallv(a2a_send.data(), send_counts, a2a_recv.data(), recv_counts, DataType::kInt32,
+                 TrafficKind::kGradient);
+  comm.alltoallv_async(a2a_send.data(), send_counts, a2a_recv_async.data(), recv_counts,
+                       DataType::kInt32, TrafficKind::kGradient)
+      ->wait();
+  std::vector<std::int32_t> got = a2a_recv.to_host(), got_async = a2a_recv_async.to_host();
+  got.resize(from_each.size());
+  got_async.resize(from_each.size());
+  EXPECT_EQ(got, from_each);
+  EXPECT_EQ(got_async, from_each);
+  const TrafficCounters a2a = comm.counters();
+  EXPECT_EQ(a2a[TrafficKind::kGradient].sent_bytes, 2 * sent);
+  EXPECT_EQ(a2a[TrafficKind::kGradient].received_bytes, 2 * received);
+  EXPECT_EQ(a2a[TrafficKind::kGradient].calls, 2u);
   comm.barrier();
 }
 

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <sched.h>
@@ -87,6 +88,71 @@ TEST_P(CommTest, AllgathervPlacesEveryBlockInRankOrder) {
   const auto c = comm_->counters()[TrafficKind::kParameter];
   EXPECT_EQ(c.sent_bytes, static_cast<std::uint64_t>(n_ - 1) * mine * 4);
   EXPECT_EQ(c.received_bytes, (total - mine) * 4);
+}
+
+// alltoallv: rank s sends ((s + 2q) % 3) x base elements to rank q, so blocks of 0, 1 and 2 x base
+// elements occur, and what s sends q differs from what q sends s. Element i of that block is
+// encode(s, q, i), so a block placed at the wrong offset, taken from the wrong rank or cut short
+// is caught.
+std::size_t alltoallv_count(int from, int to, std::size_t base) {
+  return static_cast<std::size_t>((from + 2 * to) % 3) * base;
+}
+
+// int32: s, q and i in full (i < 2^24, s and q < 8).
+std::int32_t alltoallv_int(int from, int to, std::size_t i) {
+  return (from * 8 + to) << 24 | static_cast<std::int32_t>(i);
+}
+
+// float32: integers below 2^24, so exact; i modulo 4096 (the int32 run checks i in full).
+float alltoallv_float(int from, int to, std::size_t i) {
+  return static_cast<float>((from * 8 + to) * 4096 + static_cast<int>(i % 4096));
+}
+
+template <class T, class Encode>
+void check_alltoallv(CountingCommunicator& comm, std::size_t base, DataType type, bool async,
+                     Encode encode) {
+  const int n = comm.size(), r = comm.rank();
+  std::vector<std::size_t> send_counts(n), recv_counts(n);
+  std::vector<T> send, expected;
+  for (int q = 0; q < n; ++q) {
+    send_counts[q] = alltoallv_count(r, q, base);
+    recv_counts[q] = alltoallv_count(q, r, base);
+    for (std::size_t i = 0; i < send_counts[q]; ++i) send.push_back(encode(r, q, i));
+    for (std::size_t i = 0; i < recv_counts[q]; ++i) expected.push_back(encode(q, r, i));
+  }
+  std::vector<T> recv(expected.size(), T(-1));
+  comm.reset();
+  if (async) {
+    comm.alltoallv_async(send.data(), send_counts, recv.data(), recv_counts, type,
+                         TrafficKind::kGradient)
+        ->wait();
+  } else {
+    comm.alltoallv(send.data(), send_counts, recv.data(), recv_counts, type,
+                   TrafficKind::kGradient);
+  }
+  for (std::size_t at = 0; at < expected.size(); ++at) {
+    ASSERT_EQ(recv[at], expected[at]) << "at " << at;
+  }
+  // Note [What the counters count]: every block but the one this rank keeps.
+  std::uint64_t sent = 0, received = 0;
+  for (int q = 0; q < n; ++q) {
+    if (q == r) continue;
+    sent += send_counts[q] * sizeof(T);
+    received += recv_counts[q] * sizeof(T);
+  }
+  const auto c = comm.counters()[TrafficKind::kGradient];
+  EXPECT_EQ(c.sent_bytes, sent);
+  EXPECT_EQ(c.received_bytes, received);
+  EXPECT_EQ(c.calls, 1u);
+}
+
+TEST_P(CommTest, AlltoallvPlacesEachRanksBlockForThisRank) {
+  const std::size_t base = GetParam();
+  for (bool async : {false, true}) {
+    SCOPED_TRACE(async ? "async" : "blocking");
+    check_alltoallv<std::int32_t>(*comm_, base, DataType::kInt32, async, alltoallv_int);
+    check_alltoallv<float>(*comm_, base, DataType::kFloat32, async, alltoallv_float);
+  }
 }
 
 TEST_P(CommTest, BroadcastFromTheLastRank) {
@@ -449,6 +515,35 @@ TEST(Comm, BadArgumentsAreErrorsBeforeAnythingIsSent) {
   EXPECT_THROW(comm.allreduce_async(&x, too_many, DataType::kFloat16, ReduceOp::kMax,
                                     TrafficKind::kGradient),
                CommError);
+  const auto n = static_cast<std::size_t>(comm.size());
+  const std::string here = "alltoallv on rank " + std::to_string(comm.rank()) + ": ";
+  try {
+    comm.alltoallv(&x, std::vector<std::size_t>(n + 1, 0), &x, std::vector<std::size_t>(n, 0),
+                   DataType::kFloat32, TrafficKind::kControl);
+    ADD_FAILURE() << "n + 1 send counts were accepted";
+  } catch (const CommError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              here + std::to_string(n + 1) + " send counts for " + std::to_string(n) + " ranks");
+  }
+  try {
+    comm.alltoallv_async(&x, std::vector<std::size_t>(n, 0), &x, std::vector<std::size_t>(n - 1, 0),
+                         DataType::kFloat32, TrafficKind::kControl);
+    ADD_FAILURE() << "n - 1 receive counts were accepted";
+  } catch (const CommError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              here + std::to_string(n - 1) + " receive counts for " + std::to_string(n) + " ranks");
+  }
+  std::vector<std::size_t> send_counts(n, 0), recv_counts(n, 0);
+  send_counts[static_cast<std::size_t>(comm.rank())] = 1;  // this rank's block for itself differs
+  recv_counts[static_cast<std::size_t>(comm.rank())] = 2;
+  EXPECT_THROW(comm.alltoallv(out.data(), send_counts, out.data() + 1, recv_counts,
+                              DataType::kFloat32, TrafficKind::kControl),
+               CommError);
+  send_counts[static_cast<std::size_t>(comm.rank())] = too_many;
+  recv_counts[static_cast<std::size_t>(comm.rank())] = too_many;
+  EXPECT_THROW(comm.alltoallv_async(&x, send_counts, &x, recv_counts, DataType::kFloat32,
+                                    TrafficKind::kControl),
+               CommError);
   // Nothing was sent, and the ranks are still in step.
   EXPECT_EQ(comm.counters().total_sent(), 0u);
   comm.barrier();
@@ -482,6 +577,11 @@ TEST(MpiWait, AnExplicitModeIsKeptAndEveryCollectiveCompletesUnderIt) {
     comm.allgatherv(&mine, 1, all.data(), std::vector<std::size_t>(n, 1), DataType::kInt32,
                     TrafficKind::kControl);
     for (int q = 0; q < n; ++q) EXPECT_EQ(all[q], 10 * q);
+    std::vector<std::int32_t> to_each(n), from(n, -1);
+    for (int q = 0; q < n; ++q) to_each[q] = 10 * r + q;
+    comm.alltoallv(to_each.data(), std::vector<std::size_t>(n, 1), from.data(),
+                   std::vector<std::size_t>(n, 1), DataType::kInt32, TrafficKind::kControl);
+    for (int q = 0; q < n; ++q) EXPECT_EQ(from[q], 10 * q + r);
     std::int32_t root_value = r == n - 1 ? 77 : 0;
     comm.broadcast(&root_value, 1, DataType::kInt32, n - 1, TrafficKind::kControl);
     EXPECT_EQ(root_value, 77);

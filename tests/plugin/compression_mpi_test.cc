@@ -206,6 +206,10 @@ class CorruptingCommunicator : public Communicator {
     }
     return w;
   }
+  WorkHandle alltoallv_async(const void* s, std::vector<std::size_t> sc, void* r,
+                             std::vector<std::size_t> rc, DataType t, TrafficKind k) override {
+    return inner_->alltoallv_async(s, std::move(sc), r, std::move(rc), t, k);
+  }
   WorkHandle broadcast_async(void* b, std::size_t c, DataType t, int root, TrafficKind k) override {
     return inner_->broadcast_async(b, c, t, root, k);
   }

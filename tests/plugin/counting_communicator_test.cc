@@ -21,6 +21,10 @@ class ScriptedCommunicator : public Communicator {
                               TrafficKind) override {
     return std::make_unique<Handle>(fail_);
   }
+  WorkHandle alltoallv_async(const void*, std::vector<std::size_t>, void*, std::vector<std::size_t>,
+                             DataType, TrafficKind) override {
+    return std::make_unique<Handle>(fail_);
+  }
   WorkHandle broadcast_async(void*, std::size_t, DataType, int, TrafficKind) override {
     return std::make_unique<Handle>(fail_);
   }
@@ -98,6 +102,32 @@ TEST(CountingCommunicator, Float16AllreduceIsChargedHalfTheFloat32Bytes) {
       }
     }
   }
+}
+
+// Rank 1 of 4 sends {2, 5, 0, 3} and receives {4, 5, 1, 0}: its own block (5) is not charged,
+// either way, blocking or async; a zero block costs nothing.
+TEST(CountingCommunicator, AlltoallvChargesTheBlocksForOtherRanks) {
+  CountingCommunicator comm(std::make_unique<ScriptedCommunicator>(1, 4, false));
+  const std::vector<std::size_t> send = {2, 5, 0, 3}, recv = {4, 5, 1, 0};
+  comm.alltoallv(nullptr, send, nullptr, recv, DataType::kFloat32, TrafficKind::kGradient);
+  auto c = comm.counters()[TrafficKind::kGradient];
+  EXPECT_EQ(c.sent_bytes, (2u + 0 + 3) * 4);
+  EXPECT_EQ(c.received_bytes, (4u + 1 + 0) * 4);
+  EXPECT_EQ(c.calls, 1u);
+  comm.alltoallv_async(nullptr, send, nullptr, recv, DataType::kFloat16, TrafficKind::kGradient)
+      ->wait();
+  c = comm.counters()[TrafficKind::kGradient];
+  EXPECT_EQ(c.sent_bytes, (2u + 0 + 3) * 4 + (2u + 0 + 3) * 2);
+  EXPECT_EQ(c.received_bytes, (4u + 1 + 0) * 4 + (4u + 1 + 0) * 2);
+  EXPECT_EQ(c.calls, 2u);
+  EXPECT_EQ(comm.counters()[TrafficKind::kControl].calls, 0u);
+
+  // A lone rank exchanges only with itself: nothing is charged but the call.
+  CountingCommunicator alone(std::make_unique<ScriptedCommunicator>(0, 1, false));
+  alone.alltoallv(nullptr, {7}, nullptr, {7}, DataType::kInt64, TrafficKind::kControl);
+  EXPECT_EQ(alone.counters()[TrafficKind::kControl].sent_bytes, 0u);
+  EXPECT_EQ(alone.counters()[TrafficKind::kControl].received_bytes, 0u);
+  EXPECT_EQ(alone.counters()[TrafficKind::kControl].calls, 1u);
 }
 
 TEST(CountingCommunicator, ErrorsOfTheWrappedCommunicatorReachWait) {

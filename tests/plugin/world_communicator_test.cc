@@ -210,5 +210,41 @@ TEST(RoutedCommunicator, HostBuffersGoToTheHostCommunicator) {
   EXPECT_EQ(device_counts.counters()[TrafficKind::kControl].calls, 0u);
 }
 
+// An alltoallv on host buffers goes to the host communicator too, blocking and async: rank s sends
+// rank q the q + 1 values 100 s + q (rank 0 receives one value from each rank, the last rank n).
+TEST(RoutedCommunicator, HostAlltoallvGoesToTheHostCommunicator) {
+  auto device = std::make_unique<CountingCommunicator>(make_mpi_world_communicator());
+  auto host = std::make_unique<CountingCommunicator>(make_mpi_world_communicator());
+  const CountingCommunicator& device_counts = *device;
+  const CountingCommunicator& host_counts = *host;
+  const std::unique_ptr<Communicator> routed =
+      make_routed_communicator(std::move(device), std::move(host));
+  const int n = routed->size(), r = routed->rank();
+  std::vector<std::size_t> send_counts(n), recv_counts(n, static_cast<std::size_t>(r) + 1);
+  std::vector<std::int32_t> send;
+  for (int q = 0; q < n; ++q) {
+    send_counts[q] = static_cast<std::size_t>(q) + 1;
+    send.insert(send.end(), send_counts[q], 100 * r + q);
+  }
+  std::vector<std::int32_t> expected;
+  for (int q = 0; q < n; ++q) expected.insert(expected.end(), recv_counts[q], 100 * q + r);
+  for (bool async : {false, true}) {
+    SCOPED_TRACE(async ? "async" : "blocking");
+    std::vector<std::int32_t> recv(expected.size(), -1);
+    if (async) {
+      routed
+          ->alltoallv_async(send.data(), send_counts, recv.data(), recv_counts, DataType::kInt32,
+                            TrafficKind::kControl)
+          ->wait();
+    } else {
+      routed->alltoallv(send.data(), send_counts, recv.data(), recv_counts, DataType::kInt32,
+                        TrafficKind::kControl);
+    }
+    EXPECT_EQ(recv, expected);
+  }
+  EXPECT_EQ(host_counts.counters()[TrafficKind::kControl].calls, 2u);
+  EXPECT_EQ(device_counts.counters()[TrafficKind::kControl].calls, 0u);
+}
+
 }  // namespace
 }  // namespace gw

@@ -6,6 +6,7 @@
 #include <climits>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <string>
 #include <thread>
 #include <utility>
@@ -140,6 +141,8 @@ class MpiWork : public Work {
   MPI_Request* request() { return &request_; }
   std::vector<int> counts;
   std::vector<int> displacements;
+  std::vector<int> send_counts;  // an alltoallv's send side (counts and displacements: receive)
+  std::vector<int> send_displacements;
 
  private:
   std::string what_;
@@ -397,6 +400,48 @@ void allgatherv_layout(const std::vector<std::size_t>& recv_counts, std::size_t 
   to_mpi_count(offset, "allgatherv (total)", rank);
 }
 
+// MPI's int counts and displacements for blocks laid back to back in rank order.
+// `what` names a block's count in an error, `what_total` their sum.
+void block_layout(const std::vector<std::size_t>& blocks, const char* what, const char* what_total,
+                  int rank, std::vector<int>* counts, std::vector<int>* displacements) {
+  counts->resize(blocks.size());
+  displacements->resize(blocks.size());
+  std::size_t offset = 0;
+  for (std::size_t r = 0; r < blocks.size(); ++r) {
+    (*counts)[r] = to_mpi_count(blocks[r], what, rank);
+    (*displacements)[r] = to_mpi_count(offset, what_total, rank);
+    offset += blocks[r];
+  }
+  to_mpi_count(offset, what_total, rank);
+}
+
+// MPI's int counts and displacements for an alltoallv, both sides, after checking the arguments
+// (what a rank can check alone: the peers' counts are the caller's to agree on).
+void alltoallv_layout(const std::vector<std::size_t>& send_counts,
+                      const std::vector<std::size_t>& recv_counts, int rank, int size,
+                      std::vector<int>* send_ints, std::vector<int>* send_displacements,
+                      std::vector<int>* recv_ints, std::vector<int>* recv_displacements) {
+  const auto here = [rank] { return "alltoallv on rank " + std::to_string(rank) + ": "; };
+  if (send_counts.size() != static_cast<std::size_t>(size)) {
+    throw CommError(here() + std::to_string(send_counts.size()) + " send counts for " +
+                    std::to_string(size) + " ranks");
+  }
+  if (recv_counts.size() != static_cast<std::size_t>(size)) {
+    throw CommError(here() + std::to_string(recv_counts.size()) + " receive counts for " +
+                    std::to_string(size) + " ranks");
+  }
+  const auto self = static_cast<std::size_t>(rank);
+  if (send_counts[self] != recv_counts[self]) {
+    throw CommError(here() + "send count " + std::to_string(send_counts[self]) +
+                    " to this rank differs from the receive count " +
+                    std::to_string(recv_counts[self]) + " from this rank");
+  }
+  block_layout(send_counts, "alltoallv (send)", "alltoallv (send total)", rank, send_ints,
+               send_displacements);
+  block_layout(recv_counts, "alltoallv (receive)", "alltoallv (receive total)", rank, recv_ints,
+               recv_displacements);
+}
+
 void check_root(int root, int rank, int size) {
   if (root < 0 || root >= size) {
     throw CommError("broadcast on rank " + std::to_string(rank) + ": root " + std::to_string(root) +
@@ -483,6 +528,47 @@ void MpiCommunicator::allgatherv(const void* send, std::size_t send_count, void*
                rank_);
 }
 
+WorkHandle MpiCommunicator::alltoallv_async(const void* send, std::vector<std::size_t> send_counts,
+                                            void* recv, std::vector<std::size_t> recv_counts,
+                                            DataType type, TrafficKind kind) {
+  if (on_device(send) || on_device(recv)) {
+    staged_alltoallv(send, std::move(send_counts), recv, std::move(recv_counts), type, kind);
+    return std::make_unique<MpiWork>("MPI_Ialltoallv", rank_, false);  // complete already
+  }
+  auto work = std::make_unique<MpiWork>("MPI_Ialltoallv", rank_, wait_ == MpiWait::kYield);
+  alltoallv_layout(send_counts, recv_counts, rank_, size_, &work->send_counts,
+                   &work->send_displacements, &work->counts, &work->displacements);
+  GW_MPI_CHECK(MPI_Ialltoallv(send, work->send_counts.data(), work->send_displacements.data(),
+                              mpi_type(type), recv, work->counts.data(), work->displacements.data(),
+                              mpi_type(type), comm_, work->request()),
+               rank_);
+  return work;
+}
+
+void MpiCommunicator::alltoallv(const void* send, std::vector<std::size_t> send_counts, void* recv,
+                                std::vector<std::size_t> recv_counts, DataType type,
+                                TrafficKind kind) {
+  if (on_device(send) || on_device(recv)) {
+    staged_alltoallv(send, std::move(send_counts), recv, std::move(recv_counts), type, kind);
+    return;
+  }
+  std::vector<int> send_ints, send_displacements, recv_ints, recv_displacements;
+  alltoallv_layout(send_counts, recv_counts, rank_, size_, &send_ints, &send_displacements,
+                   &recv_ints, &recv_displacements);
+  if (wait_ == MpiWait::kYield) {
+    poll_collective("MPI_Ialltoallv", rank_, [&](MPI_Request* request) {
+      return MPI_Ialltoallv(send, send_ints.data(), send_displacements.data(), mpi_type(type), recv,
+                            recv_ints.data(), recv_displacements.data(), mpi_type(type), comm_,
+                            request);
+    });
+    return;
+  }
+  GW_MPI_CHECK(
+      MPI_Alltoallv(send, send_ints.data(), send_displacements.data(), mpi_type(type), recv,
+                    recv_ints.data(), recv_displacements.data(), mpi_type(type), comm_),
+      rank_);
+}
+
 WorkHandle MpiCommunicator::broadcast_async(void* buffer, std::size_t count, DataType type,
                                             int root, TrafficKind kind) {
   if (on_device(buffer)) {
@@ -540,8 +626,8 @@ void MpiCommunicator::barrier() {
 // - Host buffers never come here: the constructor asks once whether a CUDA device is usable, and
 //   without one every buffer is host memory and the only cost is that flag; with one, each call
 //   asks the runtime where its buffer lives (kernels::device_of, a pointer-attribute query).
-// - allgatherv stages send and receive independently (either may be host memory), both in one
-//   pinned allocation: [send | receive].
+// - allgatherv and alltoallv stage send and receive independently (either may be host memory),
+//   both in one pinned allocation: [send | receive].
 
 const kernels::Stream& MpiCommunicator::staging_stream(const void* device_buffer) {
   const int device = kernels::cuda_device_of(device_buffer);
@@ -587,6 +673,41 @@ void MpiCommunicator::staged_allgatherv(const void* send, std::size_t send_count
   }
   if (stage_recv) host_recv = host + send_bytes;
   MpiCommunicator::allgatherv(host_send, send_count, host_recv, std::move(recv_counts), type, kind);
+  if (stage_recv) {
+    const kernels::Stream& stream = staging_stream(recv);
+    kernels::copy_bytes(recv, host_recv, recv_bytes, stream);
+    stream.synchronize();
+  }
+}
+
+void MpiCommunicator::staged_alltoallv(const void* send, std::vector<std::size_t> send_counts,
+                                       void* recv, std::vector<std::size_t> recv_counts,
+                                       DataType type, TrafficKind kind) {
+  // Checks the arguments before anything is copied.
+  std::vector<int> send_ints, send_displacements, recv_ints, recv_displacements;
+  alltoallv_layout(send_counts, recv_counts, rank_, size_, &send_ints, &send_displacements,
+                   &recv_ints, &recv_displacements);
+  const std::size_t send_total =
+      std::accumulate(send_counts.begin(), send_counts.end(), std::size_t{0});
+  const std::size_t recv_total =
+      std::accumulate(recv_counts.begin(), recv_counts.end(), std::size_t{0});
+  const std::size_t element = size_of(type);
+  const bool stage_send = on_device(send);
+  const bool stage_recv = on_device(recv);
+  const std::size_t send_bytes = stage_send ? send_total * element : 0;
+  const std::size_t recv_bytes = stage_recv ? recv_total * element : 0;
+  unsigned char* host = staging_.reserve_discard(send_bytes + recv_bytes);
+  const void* host_send = send;
+  void* host_recv = recv;
+  if (stage_send) {
+    const kernels::Stream& stream = staging_stream(send);
+    kernels::copy_bytes(host, send, send_bytes, stream);
+    stream.synchronize();
+    host_send = host;
+  }
+  if (stage_recv) host_recv = host + send_bytes;
+  MpiCommunicator::alltoallv(host_send, std::move(send_counts), host_recv, std::move(recv_counts),
+                             type, kind);
   if (stage_recv) {
     const kernels::Stream& stream = staging_stream(recv);
     kernels::copy_bytes(recv, host_recv, recv_bytes, stream);

@@ -40,6 +40,9 @@ class MpiCommunicator : public Communicator {
   WorkHandle allgatherv_async(const void* send, std::size_t send_count, void* recv,
                               std::vector<std::size_t> recv_counts, DataType type,
                               TrafficKind kind) override;
+  WorkHandle alltoallv_async(const void* send, std::vector<std::size_t> send_counts, void* recv,
+                             std::vector<std::size_t> recv_counts, DataType type,
+                             TrafficKind kind) override;
   WorkHandle broadcast_async(void* buffer, std::size_t count, DataType type, int root,
                              TrafficKind kind) override;
   void barrier() override;
@@ -49,6 +52,8 @@ class MpiCommunicator : public Communicator {
                  TrafficKind kind) override;
   void allgatherv(const void* send, std::size_t send_count, void* recv,
                   std::vector<std::size_t> recv_counts, DataType type, TrafficKind kind) override;
+  void alltoallv(const void* send, std::vector<std::size_t> send_counts, void* recv,
+                 std::vector<std::size_t> recv_counts, DataType type, TrafficKind kind) override;
   void broadcast(void* buffer, std::size_t count, DataType type, int root,
                  TrafficKind kind) override;
 
@@ -86,6 +91,8 @@ class MpiCommunicator : public Communicator {
                         TrafficKind kind);
   void staged_allgatherv(const void* send, std::size_t send_count, void* recv,
                          std::vector<std::size_t> recv_counts, DataType type, TrafficKind kind);
+  void staged_alltoallv(const void* send, std::vector<std::size_t> send_counts, void* recv,
+                        std::vector<std::size_t> recv_counts, DataType type, TrafficKind kind);
   void staged_broadcast(void* buffer, std::size_t count, DataType type, int root, TrafficKind kind);
 
   HalfOps half_ops_;

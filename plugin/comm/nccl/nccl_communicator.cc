@@ -273,6 +273,74 @@ WorkHandle NcclCommunicator::allgatherv_async(const void* send, std::size_t send
   return finish("NCCL allgatherv (ncclSend/ncclRecv)");
 }
 
+// NCCL has no alltoallv either, so it is the grouped ncclSend/ncclRecv of
+// Note [allgatherv over NCCL] with a different block for each peer: the zero-element ones are left
+// out (a peer that expects nothing posts no receive), and this rank's block for itself is copied
+// on the stream.
+WorkHandle NcclCommunicator::alltoallv_async(const void* send, std::vector<std::size_t> send_counts,
+                                             void* recv, std::vector<std::size_t> recv_counts,
+                                             DataType type, TrafficKind /*kind*/) {
+  const auto here = [this] { return "NCCL alltoallv on rank " + std::to_string(rank_) + ": "; };
+  if (send_counts.size() != static_cast<std::size_t>(size_)) {
+    throw CommError(here() + std::to_string(send_counts.size()) + " send counts for " +
+                    std::to_string(size_) + " ranks");
+  }
+  if (recv_counts.size() != static_cast<std::size_t>(size_)) {
+    throw CommError(here() + std::to_string(recv_counts.size()) + " receive counts for " +
+                    std::to_string(size_) + " ranks");
+  }
+  const auto self = static_cast<std::size_t>(rank_);
+  if (send_counts[self] != recv_counts[self]) {
+    throw CommError(here() + "send count " + std::to_string(send_counts[self]) +
+                    " to this rank differs from the receive count " +
+                    std::to_string(recv_counts[self]) + " from this rank");
+  }
+  const ncclDataType_t nccl_data = nccl_type(type, "alltoallv", rank_);
+  const std::size_t send_total =
+      std::accumulate(send_counts.begin(), send_counts.end(), std::size_t{0});
+  const std::size_t recv_total =
+      std::accumulate(recv_counts.begin(), recv_counts.end(), std::size_t{0});
+  check_device_buffer("alltoallv (send buffer)", send, send_total);
+  check_device_buffer("alltoallv (receive buffer)", recv, recv_total);
+  const std::size_t element = size_of(type);
+  const auto* in = static_cast<const unsigned char*>(send);
+  auto* out = static_cast<unsigned char*>(recv);
+  std::vector<std::size_t> send_offsets(send_counts.size(), 0);
+  std::vector<std::size_t> recv_offsets(recv_counts.size(), 0);
+  for (std::size_t r = 1; r < send_counts.size(); ++r) {
+    send_offsets[r] = send_offsets[r - 1] + send_counts[r - 1];
+    recv_offsets[r] = recv_offsets[r - 1] + recv_counts[r - 1];
+  }
+  stream_.make_current();
+  const unsigned char* own_in = in + send_offsets[self] * element;
+  unsigned char* own_out = out + recv_offsets[self] * element;
+  if (send_counts[self] > 0 && own_in != own_out) {
+    kernels::copy_bytes(own_out, own_in, send_counts[self] * element, stream_);
+  }
+  GW_NCCL_CHECK(ncclGroupStart(), rank_, comm_);
+  try {
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_) continue;
+      const auto peer = static_cast<std::size_t>(r);
+      if (send_counts[peer] > 0) {
+        GW_NCCL_CHECK(ncclSend(in + send_offsets[peer] * element, send_counts[peer], nccl_data, r,
+                               comm_, native(stream_)),
+                      rank_, comm_);
+      }
+      if (recv_counts[peer] > 0) {
+        GW_NCCL_CHECK(ncclRecv(out + recv_offsets[peer] * element, recv_counts[peer], nccl_data, r,
+                               comm_, native(stream_)),
+                      rank_, comm_);
+      }
+    }
+  } catch (...) {
+    ncclGroupEnd();  // close the group, so that the communicator stays usable for the error path
+    throw;
+  }
+  GW_NCCL_CHECK(ncclGroupEnd(), rank_, comm_);
+  return finish("NCCL alltoallv (ncclSend/ncclRecv)");
+}
+
 WorkHandle NcclCommunicator::broadcast_async(void* buffer, std::size_t count, DataType type,
                                              int root, TrafficKind /*kind*/) {
   if (root < 0 || root >= size_) {

@@ -35,6 +35,9 @@ class NcclCommunicator : public Communicator {
   WorkHandle allgatherv_async(const void* send, std::size_t send_count, void* recv,
                               std::vector<std::size_t> recv_counts, DataType type,
                               TrafficKind kind) override;
+  WorkHandle alltoallv_async(const void* send, std::vector<std::size_t> send_counts, void* recv,
+                             std::vector<std::size_t> recv_counts, DataType type,
+                             TrafficKind kind) override;
   WorkHandle broadcast_async(void* buffer, std::size_t count, DataType type, int root,
                              TrafficKind kind) override;
   // A one-element NCCL allreduce, waited for: returns when every rank reached it and this rank's
