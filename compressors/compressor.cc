@@ -1,10 +1,17 @@
 #include "compressors/compressor.h"
 
 #include <cstring>
+#include <stdexcept>
 
 #include "kernels/elementwise.h"
 
 namespace gw::compressors {
+
+std::size_t Compressor::reselect(const TensorSlot& /*t*/, float* /*sums*/, std::size_t /*begin*/,
+                                 std::size_t /*len*/, std::size_t /*k*/, SparseWire /*wire*/,
+                                 SparseMessageWriter& /*out*/) {
+  throw std::logic_error("compressor " + name() + " sends no sparse part to reselect from");
+}
 
 void decode_dense(const BucketView& bucket, const ExchangePlan& plan, const EncodedBucket& reduced,
                   const kernels::Stream& stream) {

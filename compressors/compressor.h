@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include "compressors/bucket_view.h"
 #include "compressors/exchange_plan.h"
@@ -42,6 +43,9 @@ struct EncodedBucket {
   Half* f16 = nullptr;
   std::size_t dense_count = 0;
   SparseMessageWriter* sparse = nullptr;
+  // Under SparseAlgo::kSplit: one writer per rank, in rank order, each given the pairs of that
+  // rank's index range of every sparse tensor (indices relative to the range), instead of sparse.
+  std::vector<SparseMessageWriter>* sparse_to = nullptr;
 };
 
 class Compressor {
@@ -81,6 +85,15 @@ class Compressor {
   // Turns this rank's gradients in `bucket` into what it sends, updating the compressor's state.
   virtual void encode(const BucketView& bucket, const ExchangePlan& plan, int world_size,
                       const EncodedBucket& out) = 0;
+
+  // The split sparse allreduce's middle step (Note [Sparse allreduce by split]): `sums` holds this
+  // rank's index range [begin, begin + len) of tensor t summed over every rank's pairs (stream
+  // memory, len floats, overwritten). Appends the largest k of it to `out` on `wire`, indices
+  // relative to begin, and adds everything it does not send, and what the wire drops of what it
+  // sends, into its own residual at [begin, begin + len): nothing is lost. Returns how many it
+  // sent. Only a compressor with a sparse part has one; the others throw std::logic_error.
+  virtual std::size_t reselect(const TensorSlot& t, float* sums, std::size_t begin, std::size_t len,
+                               std::size_t k, SparseWire wire, SparseMessageWriter& out);
 
   // The compressor's state as an opaque byte stream; load_state() throws std::runtime_error on a
   // stream written by another compressor or for another layout, leaving the state unchanged.

@@ -55,8 +55,7 @@ void DgcCompressor::encode(const BucketView& bucket, const ExchangePlan& plan, i
           g, t.numel, options_.clip_norm / std::sqrt(static_cast<double>(world_size)), stream_);
     }
     kernels::momentum_accumulate(g, u, v, t.numel, m, nesterov, stream_);
-    const std::size_t count =
-        send_top_k(v, t.numel, plan.k[j], t.parameter, plan.sparse_wire, *out.sparse);
+    const std::size_t count = send_top_k(v, t, plan.k[j], plan, out);
     if (options_.momentum_masking) kernels::zero_at(u, selected(), count, stream_);
   }
 }

@@ -51,6 +51,7 @@ class DgcCompressor final : public SparsifyingCompressor {
   std::vector<float> accumulator(std::size_t p) const { return accumulator_.to_host(p); }
 
  private:
+  float* feedback(std::size_t parameter) override { return accumulator_.data(parameter); }
   void move_state_to(const kernels::Stream& stream) override {
     momentum_.move_to(stream);
     accumulator_.move_to(stream);

@@ -15,6 +15,56 @@ enum class DenseWire { kFloat32, kFloat16 };
 // the compact wire (Note [Compact sparse wire], kernels/sparse_wire.h).
 enum class SparseWire { kPairs, kCompact };
 
+// How a bucket's sparse part is summed over the ranks: every rank's whole message to every rank
+// (an allgatherv), or by split (Note [Sparse allreduce by split]).
+enum class SparseAlgo { kAllgather, kSplit };
+
+// Note [Sparse allreduce by split]
+// The allgatherv sends each rank's k pairs to every other rank: k (n - 1) per rank, growing with
+// the ranks. The split sends about 3k (n - 1) / n at any n, in the spirit of Ok-Topk's
+// split-and-reduce (Li and Hoefler, PPoPP'22), without its balancing:
+//  1. Each tensor's indices are cut into n ranges of ceil(numel / n) (split_range); a rank sends
+//     rank r the pairs it selected in range r, indices relative to the range (one alltoallv,
+//     counts first): about k (n - 1) / n pairs.
+//  2. Rank r sums what every rank sent it for its range, in rank order (bit-identical wherever it
+//     runs), and keeps the largest 2 ceil(k / n) of the sums (split_k): two shares, so a step
+//     applies up to 2k values, between gTop-k's k and the allgatherv's union of up to nk (one
+//     share slowed the 8-rank MLP's first epoch; docs/STRATEGIES.md gives the runs). Everything
+//     it does not keep, and what the wire drops of what it keeps, goes into rank r's own residual
+//     at those indices (Compressor::reselect), so the sum over the ranks of residuals and applied
+//     values still equals the sum of what was accumulated: nothing is lost, it is sent later, by
+//     rank r.
+//  3. Every rank's kept pairs go to every rank (an allgatherv of about 2k / n pairs each, so
+//     about 2k (n - 1) / n sent), which writes rank r's into range r of each tensor; every rank
+//     decodes the same messages, so the bucket is the same everywhere.
+// Every message is checked before anything is added (Note [Sparse message format]), against the
+// receiving rank's range in step 1 and the sending rank's in step 3. The choice of algorithm
+// depends only on the configuration and the world size (Note [Plans agree across ranks]).
+struct SplitRange {
+  std::size_t begin = 0;
+  std::size_t len = 0;
+};
+inline std::size_t split_region(std::size_t numel, std::size_t ranks) {
+  const std::size_t region = (numel + ranks - 1) / ranks;
+  return region > 0 ? region : 1;
+}
+// Rank r's range of a tensor of numel elements cut into `ranks` ranges.
+inline SplitRange split_range(std::size_t numel, std::size_t ranks, std::size_t r) {
+  const std::size_t region = split_region(numel, ranks);
+  SplitRange range;
+  range.begin = r * region < numel ? r * region : numel;
+  const std::size_t end = range.begin + region < numel ? range.begin + region : numel;
+  range.len = end - range.begin;
+  return range;
+}
+// The most pairs a rank keeps of its range of a tensor whose plan allows k: kSplitShares shares,
+// at most k.
+inline constexpr std::size_t kSplitShares = 2;
+inline std::size_t split_k(std::size_t k, std::size_t ranks) {
+  const std::size_t kept = kSplitShares * ((k + ranks - 1) / ranks);
+  return kept < k ? kept : k;
+}
+
 // Note [Plans agree across ranks]
 // The plan decides which collectives run and their sizes (the dense part's element count, the
 // sparse part's tensor list); a rank that planned differently would deadlock or mismatch. So a
@@ -25,9 +75,10 @@ enum class SparseWire { kPairs, kCompact };
 struct ExchangePlan {
   DenseWire dense_wire = DenseWire::kFloat32;
   SparseWire sparse_wire = SparseWire::kPairs;
+  SparseAlgo sparse_algo = SparseAlgo::kAllgather;
   // Positions into BucketView::tensors, in memory order.
   std::vector<std::size_t> dense;   // summed with one allreduce
-  std::vector<std::size_t> sparse;  // sent as (index, value) pairs with one allgatherv
+  std::vector<std::size_t> sparse;  // sent as (index, value) pairs, by sparse_algo
   std::vector<std::size_t> k;       // per sparse entry: the most pairs a rank sends for it
   // The sparse exchange was planned but would move more bytes than a dense allreduce of the same
   // tensors, so they were moved to `dense` (see Note [When sparse falls back to dense]).
@@ -37,6 +88,7 @@ struct ExchangePlan {
   void clear() {
     dense_wire = DenseWire::kFloat32;
     sparse_wire = SparseWire::kPairs;
+    sparse_algo = SparseAlgo::kAllgather;
     dense.clear();
     sparse.clear();
     k.clear();

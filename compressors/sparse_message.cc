@@ -170,7 +170,8 @@ void check_message_sizes(const BucketView& bucket, const ExchangePlan& plan,
 void validate_sparse_messages(const BucketView& bucket, const ExchangePlan& plan,
                               const std::uint32_t* words,
                               const std::vector<std::size_t>& words_per_rank,
-                              SparseSegments& segments, const kernels::Stream& stream) {
+                              SparseSegments& segments, const kernels::Stream& stream,
+                              int first_rank) {
   const std::size_t tensors = plan.sparse.size();
   segments.offset.assign(words_per_rank.size() * tensors, 0);
   segments.count.assign(words_per_rank.size() * tensors, 0);
@@ -189,7 +190,7 @@ void validate_sparse_messages(const BucketView& bucket, const ExchangePlan& plan
   }
   std::size_t offset = 0, out = 0;
   for (std::size_t r = 0; r < words_per_rank.size(); ++r) {
-    const int rank = static_cast<int>(r);
+    const int rank = first_rank + static_cast<int>(r);
     const std::size_t size = words_per_rank[r];
     std::size_t at = 0;
     for (std::size_t j = 0; j < tensors; ++j) {

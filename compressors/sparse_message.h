@@ -82,12 +82,14 @@ struct SparseSegments {
 
 // Checks the messages of every rank (rank r's are words[offset_r, offset_r + words_per_rank[r]),
 // in `stream`'s memory) against the plan; throws PayloadError naming the first bad sender, the
-// bucket, the tensor and, for a bad index, the pair and the index. Fills `segments`.
+// bucket, the tensor and, for a bad index, the pair and the index. Fills `segments`. The messages
+// are those of ranks first_rank, first_rank + 1, ... (error messages name them so).
 void validate_sparse_messages(const BucketView& bucket, const ExchangePlan& plan,
                               const std::uint32_t* words,
                               const std::vector<std::size_t>& words_per_rank,
                               SparseSegments& segments,
-                              const kernels::Stream& stream = kernels::Stream::host());
+                              const kernels::Stream& stream = kernels::Stream::host(),
+                              int first_rank = 0);
 
 // After validation: sets each sparse tensor of the bucket to the sum of every rank's pairs, added
 // rank by rank in rank order (bit-identical on every rank and device).

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/elementwise.h"
 #include "kernels/sparse.h"
 #include "kernels/sparse_wire.h"
 
@@ -44,6 +45,10 @@ void SparsifyingCompressor::plan_into(const BucketView& bucket, int world_size,
                                       ExchangePlan& plan) const {
   plan.clear();
   plan.sparse_wire = options_.wire;
+  const bool split =
+      options_.algo == SparsifyOptions::Algo::kSplit ||
+      (options_.algo == SparsifyOptions::Algo::kAuto && world_size >= kSplitFromRanks);
+  plan.sparse_algo = split ? SparseAlgo::kSplit : SparseAlgo::kAllgather;
   const bool compressing = schedule_.compressing(step_);
   const double sparsity = compressing ? schedule_.sparsity(step_) : 0.0;
   std::size_t sparse_words = 0, sparse_numel = 0;
@@ -60,8 +65,12 @@ void SparsifyingCompressor::plan_into(const BucketView& bucket, int world_size,
       plan.dense.push_back(pos);
     }
   }
-  if (options_.dense_fallback && !plan.sparse.empty() &&
-      static_cast<std::size_t>(world_size) * sparse_words >= 2 * sparse_numel) {
+  // The allgatherv sends W words to each of n - 1 ranks, the split about 3 W (n - 1) / n (its
+  // first step W (n - 1) / n, its last twice that); a ring allreduce 2 N (n - 1) / n.
+  const std::size_t n = static_cast<std::size_t>(world_size);
+  const bool dense_moves_less =
+      split ? 3 * sparse_words >= 2 * sparse_numel : n * sparse_words >= 2 * sparse_numel;
+  if (options_.dense_fallback && !plan.sparse.empty() && dense_moves_less) {
     plan.dense.clear();
     for (std::size_t pos = 0; pos < bucket.tensors.size(); ++pos) plan.dense.push_back(pos);
     plan.sparse.clear();
@@ -70,18 +79,62 @@ void SparsifyingCompressor::plan_into(const BucketView& bucket, int world_size,
   }
 }
 
-std::size_t SparsifyingCompressor::send_top_k(float* acc, std::size_t numel, std::size_t k,
-                                              std::size_t parameter, SparseWire wire,
-                                              SparseMessageWriter& out) {
+std::size_t SparsifyingCompressor::send_top_k(float* acc, const TensorSlot& t, std::size_t k,
+                                              const ExchangePlan& plan, const EncodedBucket& out) {
+  const std::size_t numel = t.numel;
+  const SparseWire wire = plan.sparse_wire;
   std::uint32_t* selected = selected_.reserve_discard(std::min(k, numel), stream_);
   const std::size_t count = selector_.select(acc, numel, k, options_.sample_ratio,
-                                             selection_seed(step_, parameter), selected, stream_);
-  out.append(selected, count, acc, stream_, wire);
+                                             selection_seed(step_, t.parameter), selected, stream_);
+  if (plan.sparse_algo == SparseAlgo::kSplit) {
+    if (out.sparse_to == nullptr || out.sparse_to->empty()) {
+      throw std::logic_error("a split plan needs a message per rank (EncodedBucket::sparse_to)");
+    }
+    std::vector<SparseMessageWriter>& to = *out.sparse_to;
+    const std::size_t ranks = to.size();
+    const std::size_t region = split_region(numel, ranks);
+    std::uint32_t* relative = relative_.reserve_discard(count, stream_);
+    std::uint32_t* starts = starts_.reserve_discard(ranks + 1, stream_);
+    kernels::split_by_region(selected, count, static_cast<std::uint32_t>(region), ranks, relative,
+                             starts, stream_);
+    starts_host_.resize(ranks + 1);
+    kernels::copy_bytes(starts_host_.data(), starts, (ranks + 1) * sizeof(std::uint32_t), stream_);
+    stream_.synchronize();
+    for (std::size_t r = 0; r < ranks; ++r) {
+      const SplitRange range = split_range(numel, ranks, r);
+      to[r].append(relative + starts_host_[r], starts_host_[r + 1] - starts_host_[r],
+                   acc + range.begin, stream_, wire);
+    }
+  } else {
+    out.sparse->append(selected, count, acc, stream_, wire);
+  }
   if (wire == SparseWire::kCompact) {
     kernels::keep_wire_error_at(acc, selected, count, stream_);
   } else {
     kernels::zero_at(acc, selected, count, stream_);
   }
+  return count;
+}
+
+std::size_t SparsifyingCompressor::reselect(const TensorSlot& t, float* sums, std::size_t begin,
+                                            std::size_t len, std::size_t k, SparseWire wire,
+                                            SparseMessageWriter& out) {
+  std::size_t count = 0;
+  if (len > 0 && k > 0) {
+    std::uint32_t* kept = selected_.reserve_discard(std::min(k, len), stream_);
+    // Another draw than the encoder's for this tensor and step.
+    count = selector_.select(sums, len, k, options_.sample_ratio,
+                             selection_seed(step_, t.parameter) ^ 0x5bd1e995u, kept, stream_);
+    out.append(kept, count, sums, stream_, wire);
+    if (wire == SparseWire::kCompact) {
+      kernels::keep_wire_error_at(sums, kept, count, stream_);
+    } else {
+      kernels::zero_at(sums, kept, count, stream_);
+    }
+  } else {
+    out.append(nullptr, 0, sums, stream_, wire);
+  }
+  kernels::axpy(1.0f, sums, feedback(t.parameter) + begin, len, stream_);
   return count;
 }
 

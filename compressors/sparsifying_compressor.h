@@ -21,6 +21,9 @@ struct SparsifyOptions {
   std::size_t min_numel = 1;               // GRADWIRE_DGC_MIN_NUMEL
   std::size_t min_k = 256;                 // GRADWIRE_DGC_MIN_K
   SparseWire wire = SparseWire::kCompact;  // GRADWIRE_SPARSE_WIRE
+  // GRADWIRE_SPARSE_ALGO: auto picks split from kSplitFromRanks ranks on
+  // (Note [Sparse allreduce by split]); a set value holds at every world size.
+  enum class Algo { kAuto, kAllgather, kSplit } algo = Algo::kAuto;
   // Test-only: false keeps the sparse exchange even where a dense one would move fewer bytes, so
   // tests can drive the sparse path at sparsity 0.
   bool dense_fallback = true;
@@ -44,7 +47,9 @@ class SparsifyingCompressor : public Compressor {
   // bucket's sparse tensors go dense for this step and the plan says so (dense_fallback). Every
   // input is known before any gradient is (Note [Plans agree across ranks]). On the compact wire
   // W is taken as 2T + sum(k): a word per pair, more than the wire spends at the sparsities
-  // SparseWire's tests measure, since a plan cannot see the gaps.
+  // SparseWire's tests measure, since a plan cannot see the gaps. Under the split
+  // (Note [Sparse allreduce by split]) a rank sends about 3 W (n - 1) / n words, so the bucket
+  // goes dense when 3 W >= 2 N.
   //
   // Note [Small tensors in the selection]
   // No tensor goes dense only because it is small: every tensor of a bucket takes part in the
@@ -57,18 +62,30 @@ class SparsifyingCompressor : public Compressor {
   // MLP at floors 0, 64 and 256 (docs/STRATEGIES.md, "Small tensors", gives the commands).
   void plan_into(const BucketView& bucket, int world_size, ExchangePlan& out) const override;
 
+  // See Compressor::reselect.
+  std::size_t reselect(const TensorSlot& t, float* sums, std::size_t begin, std::size_t len,
+                       std::size_t k, SparseWire wire, SparseMessageWriter& out) override;
+
+  // GRADWIRE_SPARSE_ALGO=auto's choice of split from this world size on.
+  // At 3 ranks both send about 2k pairs a rank and the allgatherv applies more of them.
+  static constexpr int kSplitFromRanks = 4;
+
   // Whether parameter p is ever sparsified (and so keeps an accumulator).
   bool sparsifiable(std::size_t p) const { return numels_[p] >= options_.min_numel; }
 
  protected:
-  // Selects about k of the largest |acc[i]| (kernels::TopkSelector), appends them to `out` on the
-  // plan's wire, and takes what was sent out of acc (error feedback keeps the rest: on the pairs
-  // wire the sent elements become 0, on the compact wire what fp16 dropped stays), on the
-  // compressor's stream. Returns how
-  // many were sent; their indices are selected()[0, count) (stream memory) until the next call.
-  std::size_t send_top_k(float* acc, std::size_t numel, std::size_t k, std::size_t parameter,
-                         SparseWire wire, SparseMessageWriter& out);
+  // Selects about k of the largest |acc[i]| of tensor t (kernels::TopkSelector), appends them to
+  // the plan's message on its wire (out.sparse; under split, each rank's range to out.sparse_to),
+  // and takes what was sent out of acc (error feedback keeps the rest: on the pairs wire the sent
+  // elements become 0, on the compact wire what fp16 dropped stays), on the compressor's stream.
+  // Returns how many were sent; their indices are selected()[0, count) (stream memory) until the
+  // next call.
+  std::size_t send_top_k(float* acc, const TensorSlot& t, std::size_t k, const ExchangePlan& plan,
+                         const EncodedBucket& out);
   const std::uint32_t* selected() const { return selected_.data(); }
+
+  // Where parameter p's unsent values accumulate (topk's residual, dgc's v).
+  virtual float* feedback(std::size_t parameter) = 0;
 
   std::vector<std::size_t> numels_;
 
@@ -77,6 +94,8 @@ class SparsifyingCompressor : public Compressor {
   SparsitySchedule schedule_;
   kernels::TopkSelector selector_;
   kernels::Buffer<std::uint32_t> selected_;
+  kernels::Buffer<std::uint32_t> relative_, starts_;  // split_by_region's
+  std::vector<std::uint32_t> starts_host_;
 };
 
 }  // namespace gw::compressors

@@ -35,7 +35,7 @@ void TopkCompressor::encode(const BucketView& bucket, const ExchangePlan& plan, 
     const float* g = bucket.data + t.offset;
     float* r = residual_.data(t.parameter);
     kernels::axpy(1.0f, g, r, t.numel, stream_);
-    send_top_k(r, t.numel, plan.k[j], t.parameter, plan.sparse_wire, *out.sparse);
+    send_top_k(r, t, plan.k[j], plan, out);
   }
 }
 

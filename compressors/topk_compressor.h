@@ -25,6 +25,7 @@ class TopkCompressor final : public SparsifyingCompressor {
   std::vector<float> residual(std::size_t p) const { return residual_.to_host(p); }
 
  private:
+  float* feedback(std::size_t parameter) override { return residual_.data(parameter); }
   void move_state_to(const kernels::Stream& stream) override { residual_.move_to(stream); }
 
   StateArrays residual_;

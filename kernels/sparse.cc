@@ -80,6 +80,15 @@ void zero_at(float* x, const std::uint32_t* indices, std::size_t count, const St
   cuda::zero_at(x, indices, count, stream.native());
 }
 
+void split_by_region(const std::uint32_t* indices, std::size_t count, std::uint32_t region,
+                     std::size_t regions, std::uint32_t* relative, std::uint32_t* starts,
+                     const Stream& stream) {
+  if (region == 0) throw std::invalid_argument("gw::kernels::split_by_region: region is 0");
+  if (stream.is_host())
+    return cpu::split_by_region(indices, count, region, regions, relative, starts);
+  cuda::split_by_region(indices, count, region, regions, relative, starts, stream.native());
+}
+
 PairsCheck check_sparse_pairs(const std::uint32_t* pairs, std::size_t count, std::size_t numel,
                               const Stream& stream) {
   if (stream.is_host()) return cpu::check_sparse_pairs(pairs, count, numel);

@@ -97,6 +97,16 @@ struct PairsCheck {
 PairsCheck check_sparse_pairs(const std::uint32_t* pairs, std::size_t count, std::size_t numel,
                               const Stream& stream);
 
+// Splits `count` ascending indices of a tensor among `regions` consecutive index ranges of
+// `region` elements each (range r is [r region, (r + 1) region); every index below regions x
+// region): relative[j] = indices[j] - region x (its range), and starts[r], r <= regions, is the
+// first j whose index lies in range r or a later one (starts[regions] = count), so range r's
+// indices are relative[starts[r] .. starts[r + 1]). relative and starts (regions + 1 entries) are
+// in the stream's memory; region >= 1. The sparse allreduce's split sends each rank its range.
+void split_by_region(const std::uint32_t* indices, std::size_t count, std::uint32_t region,
+                     std::size_t regions, std::uint32_t* relative, std::uint32_t* starts,
+                     const Stream& stream);
+
 // x[index] += value for each of the `count` pairs of one checked segment (check_sparse_pairs: a
 // repeated index would be a race on a device). Call once per rank's segment, in rank order: every
 // element then gets the same adds in the same order on every device and every rank, so the sums

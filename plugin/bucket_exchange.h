@@ -1,5 +1,5 @@
 // Runs one bucket through a Compressor and the collectives its plan names: encode, dense
-// allreduce (fp32 or fp16), sparse allgatherv, checked decode.
+// allreduce (fp32 or fp16), the sparse part by allgatherv or by split, checked decode.
 #pragma once
 
 #include <cstddef>
@@ -38,6 +38,13 @@ class BucketExchange {
                                        ExchangeTimes* times = nullptr);
 
  private:
+  // The sparse part by split (Note [Sparse allreduce by split]): steps 1 to 3, every message
+  // checked; the bucket is written afterwards by accumulate_split.
+  void exchange_split(Communicator& comm, compressors::Compressor& compressor,
+                      const compressors::BucketView& bucket, const compressors::ExchangePlan& plan,
+                      TrafficKind kind);
+  void accumulate_split(const kernels::Stream& stream);
+
   // Reused from step to step: once grown, a step allocates only the per-rank count vector that
   // Communicator::allgatherv takes by value.
   compressors::ExchangePlan plan_;
@@ -49,6 +56,21 @@ class BucketExchange {
   std::vector<std::size_t> ones_;
   std::vector<std::size_t> words_per_rank_;
   compressors::SparseSegments segments_;
+  // The split's: each rank's part of this rank's selection, and what this rank received for its
+  // ranges (step 1); its kept pairs (step 2); every rank's kept pairs, each checked against the
+  // sender's ranges (step 3).
+  std::vector<compressors::SparseMessageWriter> to_;
+  kernels::Buffer<std::uint32_t> packed_;
+  std::vector<std::int64_t> send_sizes_;
+  std::vector<std::size_t> send_words_;
+  compressors::BucketView mine_;
+  kernels::Buffer<float> sums_;
+  compressors::ExchangePlan kept_plan_;
+  compressors::SparseMessageWriter kept_;
+  kernels::Buffer<std::uint32_t> received_kept_;
+  std::vector<std::size_t> kept_words_;
+  std::vector<compressors::BucketView> ranges_;
+  std::vector<compressors::SparseSegments> kept_segments_;
 };
 
 }  // namespace gw

@@ -21,6 +21,11 @@ CompressorSettings read_compressor_settings(const config::Config& config) {
                         : compressors::SparseWire::kPairs;
   s.sparsify.min_numel = static_cast<std::size_t>(config.get_int(keys::kDgcMinNumel));
   s.sparsify.min_k = static_cast<std::size_t>(config.get_int(keys::kDgcMinK));
+  const std::string algo = config.get_string(keys::kSparseAlgo);
+  using Algo = compressors::SparsifyOptions::Algo;
+  s.sparsify.algo = algo == "split"       ? Algo::kSplit
+                    : algo == "allgather" ? Algo::kAllgather
+                                          : Algo::kAuto;
   s.momentum_masking = config.get_bool(keys::kDgcMomentumMasking);
   s.clip_norm = config.get_float(keys::kDgcClipNorm);
   const std::size_t values = s.sparsify.sparsity.size();

@@ -101,6 +101,18 @@ void zero_at(float* x, const std::uint32_t* indices, std::size_t count) {
   for (std::size_t j = 0; j < count; ++j) x[indices[j]] = 0.0f;
 }
 
+void split_by_region(const std::uint32_t* indices, std::size_t count, std::uint32_t region,
+                     std::size_t regions, std::uint32_t* relative, std::uint32_t* starts) {
+  for (std::size_t r = 0; r <= regions; ++r) starts[r] = static_cast<std::uint32_t>(count);
+  for (std::size_t j = 0; j < count; ++j) {
+    const std::uint32_t range = indices[j] / region;
+    relative[j] = indices[j] - range * region;
+    // Ranges from just after the previous index's up to this one's start here.
+    const std::uint32_t first = j == 0 ? 0 : indices[j - 1] / region + 1;
+    for (std::uint32_t r = first; r <= range; ++r) starts[r] = static_cast<std::uint32_t>(j);
+  }
+}
+
 PairsCheck check_sparse_pairs(const std::uint32_t* pairs, std::size_t count, std::size_t numel) {
   PairsCheck check;
   for (std::size_t j = 0; j < count; ++j) {

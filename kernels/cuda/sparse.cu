@@ -49,6 +49,13 @@ void zero_at(float* x, const std::uint32_t* indices, std::size_t count, void* st
   thrust_algo::zero_at(on_stream(stream), x, indices, count);
 }
 
+void split_by_region(const std::uint32_t* indices, std::size_t count, std::uint32_t region,
+                     std::size_t regions, std::uint32_t* relative, std::uint32_t* starts,
+                     void* stream) {
+  thrust_algo::split_by_region(on_stream(stream), indices, count, region, regions, relative,
+                               starts);
+}
+
 PairsCheck check_sparse_pairs(const std::uint32_t* pairs, std::size_t count, std::size_t numel,
                               void* stream) {
   return thrust_algo::check_sparse_pairs(on_stream_synced(stream), pairs, count, numel);

@@ -28,6 +28,9 @@ std::uint32_t exact_topk_by_sort(const float* v, std::size_t n, std::size_t k,
 void pack_pairs(const std::uint32_t* indices, std::size_t count, const float* v,
                 std::uint32_t* words, void* stream);
 void zero_at(float* x, const std::uint32_t* indices, std::size_t count, void* stream);
+void split_by_region(const std::uint32_t* indices, std::size_t count, std::uint32_t region,
+                     std::size_t regions, std::uint32_t* relative, std::uint32_t* starts,
+                     void* stream);
 PairsCheck check_sparse_pairs(const std::uint32_t* pairs, std::size_t count, std::size_t numel,
                               void* stream);
 void scatter_add_pairs(const std::uint32_t* pairs, std::size_t count, float* x, void* stream);

@@ -31,6 +31,7 @@
 
 #include <thrust/copy.h>
 #include <thrust/count.h>
+#include <thrust/fill.h>
 #include <thrust/find.h>
 #include <thrust/for_each.h>
 #include <thrust/functional.h>
@@ -175,6 +176,21 @@ struct ZeroAtOp {
   GW_HOST_DEVICE void operator()(Index i) const { x[i] = 0.0f; }
 };
 
+// split_by_region for index j: the ranges from just after index j - 1's up to index j's start at
+// j (each range is written by exactly one j, so there is no race), and j's index within its range.
+struct SplitByRegionOp {
+  const Index* indices;
+  std::uint32_t region;
+  Index* relative;
+  Index* starts;
+  GW_HOST_DEVICE void operator()(std::size_t j) const {
+    const std::uint32_t range = indices[j] / region;
+    relative[j] = indices[j] - range * region;
+    const std::uint32_t first = j == 0 ? 0 : indices[j - 1] / region + 1;
+    for (std::uint32_t r = first; r <= range; ++r) starts[r] = static_cast<Index>(j);
+  }
+};
+
 // Pair j is bad when its index is outside [0, numel) or not above the previous pair's.
 struct BadPairOp {
   const std::uint32_t* pairs;
@@ -208,6 +224,16 @@ template <class Policy>
 void zero_at(const Policy& policy, float* x, const Index* indices, std::size_t count) {
   if (count == 0) return;
   thrust::for_each(policy, indices, indices + count, ZeroAtOp{x});
+}
+
+template <class Policy>
+void split_by_region(const Policy& policy, const Index* indices, std::size_t count,
+                     std::uint32_t region, std::size_t regions, Index* relative, Index* starts) {
+  thrust::fill(policy, starts, starts + regions + 1, static_cast<Index>(count));
+  if (count == 0) return;
+  const thrust::counting_iterator<std::size_t> first(0);
+  thrust::for_each(policy, first, first + count,
+                   SplitByRegionOp{indices, region, relative, starts});
 }
 
 template <class Policy>

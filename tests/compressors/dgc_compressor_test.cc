@@ -23,6 +23,7 @@ DgcOptions dgc(std::vector<double> sparsity, double momentum = 0.9, bool nestero
   o.sparsify.min_numel = 100;
   o.sparsify.min_k = 0;  // the k rule without its floor, on the pairs wire the counts assume
   o.sparsify.wire = SparseWire::kPairs;
+  o.sparsify.algo = SparsifyOptions::Algo::kAllgather;  // what the simulated exchange does
   o.momentum = momentum;
   o.nesterov = nesterov;
   return o;

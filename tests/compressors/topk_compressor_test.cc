@@ -16,14 +16,16 @@ using testing::make_bucket;
 using testing::normal_values;
 using testing::unpack;
 
-// The k rule without its floor and on the pairs wire, which these tests' counts are written for;
-// the floor and the compact wire have their own tests.
+// The k rule without its floor, on the pairs wire, which these tests' counts are written for, and
+// by allgatherv, which the single-process exchange here simulates; the floor, the compact wire and
+// the split have their own tests.
 SparsifyOptions options(std::vector<double> sparsity, std::size_t min_numel = 100) {
   SparsifyOptions o;
   o.sparsity = std::move(sparsity);
   o.min_numel = min_numel;
   o.min_k = 0;
   o.wire = SparseWire::kPairs;
+  o.algo = SparsifyOptions::Algo::kAllgather;
   return o;
 }
 

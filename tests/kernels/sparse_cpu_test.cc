@@ -195,6 +195,30 @@ TEST(SparseCpu, PackZeroAndScatterAdd) {
   EXPECT_EQ(x, (std::vector<float>{10, 0, 10, 0}));
 }
 
+TEST(SparseCpu, SplitByRegionGivesEachRangeItsIndicesRelativeToItsStart) {
+  // Ranges of 10: 3 and 9 in range 0, none in 1 or 2, 30 and 39 in 3, 41 in 4, none in 5.
+  const std::vector<std::uint32_t> idx = {3, 9, 30, 39, 41};
+  std::vector<std::uint32_t> relative(5), starts(7, 99);
+  split_by_region(idx.data(), 5, 10, 6, relative.data(), starts.data(), kHost);
+  EXPECT_EQ(relative, (std::vector<std::uint32_t>{3, 9, 0, 9, 1}));
+  EXPECT_EQ(starts, (std::vector<std::uint32_t>{0, 2, 2, 2, 4, 5, 5}));
+  // The first index past range 0: every range before it starts at 0.
+  split_by_region(idx.data() + 2, 3, 10, 6, relative.data(), starts.data(), kHost);
+  EXPECT_EQ(starts, (std::vector<std::uint32_t>{0, 0, 0, 0, 2, 3, 3}));
+  // Nothing selected: every range is empty; a range of 1 is the identity split.
+  split_by_region(idx.data(), 0, 10, 3, relative.data(), starts.data(), kHost);
+  EXPECT_EQ(std::vector<std::uint32_t>(starts.begin(), starts.begin() + 4),
+            (std::vector<std::uint32_t>{0, 0, 0, 0}));
+  const std::vector<std::uint32_t> dense = {0, 1, 2};
+  split_by_region(dense.data(), 3, 1, 3, relative.data(), starts.data(), kHost);
+  EXPECT_EQ(std::vector<std::uint32_t>(starts.begin(), starts.begin() + 4),
+            (std::vector<std::uint32_t>{0, 1, 2, 3}));
+  EXPECT_EQ(std::vector<std::uint32_t>(relative.begin(), relative.begin() + 3),
+            (std::vector<std::uint32_t>{0, 0, 0}));
+  EXPECT_THROW(split_by_region(idx.data(), 5, 0, 6, relative.data(), starts.data(), kHost),
+               std::invalid_argument);
+}
+
 TEST(SparseCpu, CheckSparsePairsNamesTheFirstBadPair) {
   const auto pairs = [](std::vector<std::uint32_t> indices) {
     std::vector<std::uint32_t> words;

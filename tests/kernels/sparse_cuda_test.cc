@@ -161,6 +161,14 @@ TEST_F(CudaSparseTest, SelectionPrimitivesMatchCpu) {
       zero_at(x.data(), idx.data(), k, kHost);
       zero_at(dx.get(), didx.get(), k, stream_);
       ASSERT_TRUE(same_bits(x, dx.to_host()));
+
+      const std::uint32_t region = static_cast<std::uint32_t>((n + 2) / 3);
+      std::vector<std::uint32_t> rel(k), starts(4);
+      DeviceCopy<std::uint32_t> drel(rel, stream_), dstarts(starts, stream_);
+      split_by_region(idx.data(), k, region, 3, rel.data(), starts.data(), kHost);
+      split_by_region(didx.get(), k, region, 3, drel.get(), dstarts.get(), stream_);
+      ASSERT_EQ(rel, drel.to_host());
+      ASSERT_EQ(starts, dstarts.to_host());
     }
   }
 }

@@ -293,6 +293,26 @@ TEST(ThrustOmp, PackZeroAndScatterAddMatchCpuBitForBit) {
   }
 }
 
+TEST(ThrustOmp, SplitByRegionMatchesCpu) {
+  GW_EACH_INPUT(n, dist) {
+    SCOPED_TRACE(input_name(n, dist));
+    const std::vector<float> v = make_values(dist, n, 17);
+    std::vector<std::uint32_t> idx(n);
+    const std::size_t count =
+        cpu::select_at_least(v.data(), n, thresholds_for(v).back(), idx.data());
+    for (std::size_t regions : {1, 2, 3, 8}) {
+      const auto region =
+          static_cast<std::uint32_t>(std::max<std::size_t>(1, (n + regions - 1) / regions));
+      std::vector<std::uint32_t> rel(count), rel2(count), starts(regions + 1), starts2(regions + 1);
+      cpu::split_by_region(idx.data(), count, region, regions, rel.data(), starts.data());
+      thrust_algo::split_by_region(omp, idx.data(), count, region, regions, rel2.data(),
+                                   starts2.data());
+      ASSERT_EQ(rel, rel2);
+      ASSERT_EQ(starts, starts2);
+    }
+  }
+}
+
 bool same_check(const PairsCheck& a, const PairsCheck& b) {
   return a.problem == b.problem && a.position == b.position && a.index == b.index &&
          a.previous_index == b.previous_index;

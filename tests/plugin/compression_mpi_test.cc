@@ -29,9 +29,12 @@ using Model = testing::TwoTensorModel;
 
 using testing::world;
 
-// testing::settings with every tensor above 1000 elements compressible.
+// testing::settings with every tensor above 1000 elements compressible, k without its floor and
+// the pairs wire, which the counts below are written for (a test's own values win).
 DistributedOptimizerOptions settings(testing::Settings values) {
-  values.insert(values.begin(), {keys::kDgcMinNumel, "1000"});
+  values.insert(
+      values.begin(),
+      {{keys::kDgcMinNumel, "1000"}, {keys::kDgcMinK, "0"}, {keys::kSparseWire, "pairs"}});
   return testing::settings(values);
 }
 
@@ -47,28 +50,32 @@ double relative_difference(const std::vector<float>& a, const std::vector<float>
 TEST(Compression, DgcAtSparsityZeroWithoutMaskingEqualsDenseMomentumSgd) {
   const auto comm = world();
   const int rank = comm->rank();
-  for (bool nesterov : {false, true}) {
-    for (bool fallback : {true, false}) {  // the dense fallback, then the sparse path forced
-      Model dense_model, dgc_model;
-      DistributedOptimizer dense(comm, momentum_sgd(nesterov), dense_model.specs(), settings({}));
-      auto options = settings({{keys::kCompressor, "dgc"},
-                               {keys::kDgcSparsity, "0"},
-                               {keys::kDgcMomentumMasking, "0"}});
-      options.sparse_dense_fallback = fallback;
-      DistributedOptimizer dgc(comm, momentum_sgd(nesterov), dgc_model.specs(), options);
-      ASSERT_TRUE(static_cast<trainer::Sgd&>(dgc.inner()).momentum_released());
-      for (int step = 0; step < 50; ++step) {
-        dense_model.gradients(dense, rank, step);
-        dense.step();
-        dgc_model.gradients(dgc, rank, step);
-        dgc.step();
+  // The split keeps everything at sparsity 0 (ceil(k / n) covers each range), so it too is dense.
+  for (const char* algo : {"allgather", "split"}) {
+    for (bool nesterov : {false, true}) {
+      for (bool fallback : {true, false}) {  // the dense fallback, then the sparse path forced
+        Model dense_model, dgc_model;
+        DistributedOptimizer dense(comm, momentum_sgd(nesterov), dense_model.specs(), settings({}));
+        auto options = settings({{keys::kCompressor, "dgc"},
+                                 {keys::kDgcSparsity, "0"},
+                                 {keys::kDgcMomentumMasking, "0"},
+                                 {keys::kSparseAlgo, algo}});
+        options.sparse_dense_fallback = fallback;
+        DistributedOptimizer dgc(comm, momentum_sgd(nesterov), dgc_model.specs(), options);
+        ASSERT_TRUE(static_cast<trainer::Sgd&>(dgc.inner()).momentum_released());
+        for (int step = 0; step < 50; ++step) {
+          dense_model.gradients(dense, rank, step);
+          dense.step();
+          dgc_model.gradients(dgc, rank, step);
+          dgc.step();
+        }
+        EXPECT_LT(relative_difference(dgc_model.big, dense_model.big), 1e-5)
+            << algo << " nesterov " << nesterov << " fallback " << fallback;
+        EXPECT_LT(relative_difference(dgc_model.small, dense_model.small), 1e-5);
+        const CompressionStats& s = dgc.compression_stats();
+        EXPECT_EQ(s.dense_fallbacks, fallback && comm->size() > 1 ? 50 : 0);
+        EXPECT_EQ(s.sparse_exchanges, fallback && comm->size() > 1 ? 0 : 50);
       }
-      EXPECT_LT(relative_difference(dgc_model.big, dense_model.big), 1e-5)
-          << "nesterov " << nesterov << " fallback " << fallback;
-      EXPECT_LT(relative_difference(dgc_model.small, dense_model.small), 1e-5);
-      const CompressionStats& s = dgc.compression_stats();
-      EXPECT_EQ(s.dense_fallbacks, fallback && comm->size() > 1 ? 50 : 0);
-      EXPECT_EQ(s.sparse_exchanges, fallback && comm->size() > 1 ? 0 : 50);
     }
   }
 }
@@ -109,7 +116,7 @@ TEST(Compression, CompactWireAtSparsityZeroFollowsDenseMomentumSgd) {
   const double drift = relative_difference(compact_model.big, dense_model.big);
   if (rank == 0) std::printf("compact wire against dense after 50 steps: %.3g\n", drift);
   EXPECT_LT(drift, 2e-4);
-  EXPECT_GT(drift, 0.0);   // it did travel in binary16
+  EXPECT_GT(drift, 0.0);  // it did travel in binary16
   EXPECT_LT(relative_difference(pairs_model.big, dense_model.big), 1e-5);
   EXPECT_EQ(sparse[1]->compression_stats().sparse_exchanges, 50);
   if (comm->size() > 1) {
@@ -130,7 +137,8 @@ TEST(Compression, DgcSendsAboutKPairsAndReportsTheRatio) {
                            settings({{keys::kCompressor, "dgc"},
                                      {keys::kDgcSparsity, "0.9,0.99"},
                                      {keys::kDgcRampupBeginStep, "2"},
-                                     {keys::kDgcRampupSteps, "4"}}));
+                                     {keys::kDgcRampupSteps, "4"},
+                                     {keys::kSparseAlgo, "allgather"}}));
   const auto before = comm->counters()[TrafficKind::kGradient];
   for (int step = 0; step < 10; ++step) {
     model.gradients(opt, comm->rank(), step);
@@ -208,7 +216,15 @@ class CorruptingCommunicator : public Communicator {
   }
   WorkHandle alltoallv_async(const void* s, std::vector<std::size_t> sc, void* r,
                              std::vector<std::size_t> rc, DataType t, TrafficKind k) override {
-    return inner_->alltoallv_async(s, std::move(sc), r, std::move(rc), t, k);
+    const std::size_t from_rank_1 = rc.size() > 1 ? rc[1] : 0, before = rc.empty() ? 0 : rc[0];
+    auto w = inner_->alltoallv_async(s, std::move(sc), r, std::move(rc), t, k);
+    w->wait();
+    // The split's first step: rank 1's first index in its part for this rank.
+    if (t == DataType::kInt32 && k == TrafficKind::kGradient && what_ == What::kIndex &&
+        from_rank_1 >= 3) {
+      static_cast<std::uint32_t*>(r)[before + 1] = 123456789;
+    }
+    return w;
   }
   WorkHandle broadcast_async(void* b, std::size_t c, DataType t, int root, TrafficKind k) override {
     return inner_->broadcast_async(b, c, t, root, k);
@@ -224,29 +240,34 @@ class CorruptingCommunicator : public Communicator {
 TEST(Compression, AMalformedPeerPayloadIsAnErrorNamingTheSenderOnEveryRank) {
   if (world()->size() < 2) GTEST_SKIP() << "needs a peer";
   using What = CorruptingCommunicator::What;
-  for (auto what : {What::kIndex, What::kDuplicateIndex, What::kLength}) {
-    auto corrupting = std::make_unique<CorruptingCommunicator>(make_mpi_world_communicator(), what);
-    CorruptingCommunicator* handle = corrupting.get();
-    auto comm = std::make_shared<CountingCommunicator>(std::move(corrupting));
-    Model model;
-    DistributedOptimizer opt(comm, momentum_sgd(), model.specs(),
-                             settings({{keys::kCompressor, "topk"}, {keys::kDgcSparsity, "0.99"}}));
-    handle->armed = true;  // after the construction-time checks
-    const std::vector<float> big_before = model.big;
-    model.gradients(opt, comm->rank(), 0);
-    try {
-      opt.step();
-      ADD_FAILURE() << "a corrupt message was accepted";
-    } catch (const compressors::PayloadError& e) {
-      EXPECT_NE(std::string(e.what()).find("from rank 1"), std::string::npos) << e.what();
-      if (what == What::kDuplicateIndex) {
-        EXPECT_NE(std::string(e.what()).find("pair 1 has index"), std::string::npos) << e.what();
-        EXPECT_NE(std::string(e.what()).find("not above pair 0's index"), std::string::npos)
-            << e.what();
+  // Under split a bad index is caught in its first step (the alltoallv) and the rest in its last.
+  for (const char* algo : {"allgather", "split"})
+    for (auto what : {What::kIndex, What::kDuplicateIndex, What::kLength}) {
+      auto corrupting =
+          std::make_unique<CorruptingCommunicator>(make_mpi_world_communicator(), what);
+      CorruptingCommunicator* handle = corrupting.get();
+      auto comm = std::make_shared<CountingCommunicator>(std::move(corrupting));
+      Model model;
+      DistributedOptimizer opt(comm, momentum_sgd(), model.specs(),
+                               settings({{keys::kCompressor, "topk"},
+                                         {keys::kDgcSparsity, "0.99"},
+                                         {keys::kSparseAlgo, algo}}));
+      handle->armed = true;  // after the construction-time checks
+      const std::vector<float> big_before = model.big;
+      model.gradients(opt, comm->rank(), 0);
+      try {
+        opt.step();
+        ADD_FAILURE() << "a corrupt message was accepted under " << algo;
+      } catch (const compressors::PayloadError& e) {
+        EXPECT_NE(std::string(e.what()).find("from rank 1"), std::string::npos) << e.what();
+        if (what == What::kDuplicateIndex) {
+          EXPECT_NE(std::string(e.what()).find("pair 1 has index"), std::string::npos) << e.what();
+          EXPECT_NE(std::string(e.what()).find("not above pair 0's index"), std::string::npos)
+              << e.what();
+        }
       }
+      EXPECT_EQ(model.big, big_before) << "parameters changed by a rejected step";
     }
-    EXPECT_EQ(model.big, big_before) << "parameters changed by a rejected step";
-  }
 }
 
 TEST(Compression, SaveThenLoadContinuesBitIdentically) {
