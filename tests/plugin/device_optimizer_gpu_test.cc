@@ -155,7 +155,12 @@ INSTANTIATE_TEST_SUITE_P(
                       with(kSparse, {{kCompressor, "topk"}}), with(kSparse, {{kCompressor, "dgc"}}),
                       Settings{{kSync, "local_sgd"}, {kLocalSgdK, "2"}},
                       Settings{{kSync, "local_sgd"}, {kLocalSgdK, "2"}, {kCompressor, "fp16"}},
-                      Settings{{kAmp, "1"}}, with(kSparse, {{kCompressor, "dgc"}, {kAmp, "1"}})));
+                      Settings{{kAmp, "1"}}, with(kSparse, {{kCompressor, "dgc"}, {kAmp, "1"}}),
+                      // The split on the device at every world size the test runs at.
+                      with(kSparse, {{kCompressor, "dgc"}, {config::keys::kSparseAlgo, "split"}}),
+                      with(kSparse, {{kCompressor, "topk"},
+                                     {config::keys::kSparseAlgo, "split"},
+                                     {config::keys::kSparseWire, "pairs"}})));
 
 // Note [Device phases on the host clock]: the timeline's bucket phases are the device's times. A
 // bucket released behind a long queue of kernels on the program's stream waits for its gradients,
