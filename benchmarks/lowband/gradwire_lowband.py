@@ -125,7 +125,12 @@ def parse_args(argv, names):
 def probe(args, launcher, rate_mbit, rundir):
     """Times a fixed-size allreduce (bare MPI_Allreduce and gradwire's dense exchange, medians)
     against what the rate predicts for a bandwidth-optimal allreduce."""
-    size = args.probe_bytes or max(256 * 1024, int(rate_mbit * 1e6 / 8 * 0.5) // 4096 * 4096)
+    if args.probe_bytes:
+        size = args.probe_bytes
+    elif rate_mbit is None:  # unshaped: no rate to size it by; about the MLP's gradient bytes
+        size = 8 * 1024 * 1024
+    else:
+        size = max(256 * 1024, int(rate_mbit * 1e6 / 8 * 0.5) // 4096 * 4096)
     report = os.path.join(rundir, f"probe_{rate_mbit if rate_mbit else 'loopback'}.json")
     log_path = report.replace(".json", ".log")
     rc = launcher.run([os.path.join(args.bin, "gradwire_bench_allreduce"), "--min-bytes",
