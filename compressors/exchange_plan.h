@@ -80,8 +80,8 @@ struct ExchangePlan {
   std::vector<std::size_t> dense;   // summed with one allreduce
   std::vector<std::size_t> sparse;  // sent as (index, value) pairs, by sparse_algo
   std::vector<std::size_t> k;       // per sparse entry: the most pairs a rank sends for it
-  // The sparse exchange was planned but would move more bytes than a dense allreduce of the same
-  // tensors, so they were moved to `dense` (see Note [When sparse falls back to dense]).
+  // Every tensor the schedule would sparsify would have moved more bytes sparse than dense, so all
+  // of them went to `dense` (see Note [When sparse falls back to dense]).
   bool dense_fallback = false;
 
   bool all_dense() const { return sparse.empty(); }

@@ -51,32 +51,29 @@ void SparsifyingCompressor::plan_into(const BucketView& bucket, int world_size,
   plan.sparse_algo = split ? SparseAlgo::kSplit : SparseAlgo::kAllgather;
   const bool compressing = schedule_.compressing(step_);
   const double sparsity = compressing ? schedule_.sparsity(step_) : 0.0;
-  std::size_t sparse_words = 0, sparse_numel = 0;
+  // Per tensor, so that buckets do not change the result
+  // (Note [Fusion does not change the result]): the allgatherv sends a tensor's W words to each of n - 1 ranks, the split about
+  // 3 W (n - 1) / n (its first step W (n - 1) / n, its last twice that); a ring allreduce
+  // 2 N (n - 1) / n.
+  const std::size_t n = static_cast<std::size_t>(world_size);
+  std::size_t candidates = 0;
   for (std::size_t pos = 0; pos < bucket.tensors.size(); ++pos) {
     const std::size_t numel = bucket.tensors[pos].numel;
     if (compressing && numel >= options_.min_numel) {
+      ++candidates;
       const std::size_t k =
           std::max(sparse_count(numel, sparsity), std::min(numel, options_.min_k));
-      plan.sparse.push_back(pos);
-      plan.k.push_back(k);
-      sparse_words += options_.wire == SparseWire::kCompact ? 2 + k : 1 + 2 * k;
-      sparse_numel += numel;
-    } else {
-      plan.dense.push_back(pos);
+      const std::size_t words = options_.wire == SparseWire::kCompact ? 2 + k : 1 + 2 * k;
+      const bool dense_moves_less = split ? 3 * words >= 2 * numel : n * words >= 2 * numel;
+      if (!options_.dense_fallback || !dense_moves_less) {
+        plan.sparse.push_back(pos);
+        plan.k.push_back(k);
+        continue;
+      }
     }
+    plan.dense.push_back(pos);
   }
-  // The allgatherv sends W words to each of n - 1 ranks, the split about 3 W (n - 1) / n (its
-  // first step W (n - 1) / n, its last twice that); a ring allreduce 2 N (n - 1) / n.
-  const std::size_t n = static_cast<std::size_t>(world_size);
-  const bool dense_moves_less =
-      split ? 3 * sparse_words >= 2 * sparse_numel : n * sparse_words >= 2 * sparse_numel;
-  if (options_.dense_fallback && !plan.sparse.empty() && dense_moves_less) {
-    plan.dense.clear();
-    for (std::size_t pos = 0; pos < bucket.tensors.size(); ++pos) plan.dense.push_back(pos);
-    plan.sparse.clear();
-    plan.k.clear();
-    plan.dense_fallback = true;
-  }
+  plan.dense_fallback = candidates > 0 && plan.sparse.empty();
 }
 
 std::size_t SparsifyingCompressor::send_top_k(float* acc, const TensorSlot& t, std::size_t k,

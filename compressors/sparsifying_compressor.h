@@ -40,16 +40,17 @@ class SparsifyingCompressor : public Compressor {
   // Note [When sparse falls back to dense]
   // Before the schedule's begin step everything is dense. From it on, tensors of at least
   // min_numel elements (by default all) are sparsified at the scheduled sparsity, each sending at
-  // most k pairs (Note [Small tensors in the selection]), and the rest stay dense. The sparse
-  // allgatherv makes each rank send its message of W = T + 2 sum(k) words (T tensors) to the
-  // n - 1 others: 4 (n - 1) W bytes; an allreduce of those tensors' N elements moves
+  // most k pairs (Note [Small tensors in the selection]), and the rest stay dense. Each tensor is
+  // judged on its own, so that buckets do not change the result
+  // (Note [Fusion does not change the result]): the sparse allgatherv makes each rank send the tensor's W = 1 + 2k words to the
+  // n - 1 others, 4 (n - 1) W bytes, and an allreduce of its N elements moves
   // 2 (n - 1) / n x 4 N bytes per rank. When n W >= 2 N the dense allreduce moves no more, so the
-  // bucket's sparse tensors go dense for this step and the plan says so (dense_fallback). Every
-  // input is known before any gradient is (Note [Plans agree across ranks]). On the compact wire
-  // W is taken as 2T + sum(k): a word per pair, more than the wire spends at the sparsities
-  // SparseWire's tests measure, since a plan cannot see the gaps. Under the split
-  // (Note [Sparse allreduce by split]) a rank sends about 3 W (n - 1) / n words, so the bucket
-  // goes dense when 3 W >= 2 N.
+  // tensor goes dense for this step; when every tensor the schedule would sparsify in a bucket
+  // did, the plan says so (dense_fallback, which the reports count). Every input is known before
+  // any gradient is (Note [Plans agree across ranks]). On the compact wire W is taken as 2 + k:
+  // a word per pair, more than the wire spends at the sparsities SparseWire's tests measure,
+  // since a plan cannot see the gaps. Under the split (Note [Sparse allreduce by split]) a rank
+  // sends about 3 W (n - 1) / n words, so the tensor goes dense when 3 W >= 2 N.
   //
   // Note [Small tensors in the selection]
   // No tensor goes dense only because it is small: every tensor of a bucket takes part in the

@@ -81,6 +81,26 @@ TEST(TopkCompressor, FallsBackToDenseWhenTheSparseExchangeMovesMoreBytes) {
   EXPECT_EQ(c.plan(bucket, 4).k, (std::vector<std::size_t>{1600}));
 }
 
+TEST(TopkCompressor, FallsBackPerTensorSoBucketsDoNotChangeThePlan) {
+  // At 4 ranks on the pairs wire, 0.9 with a floor of 10: the 10-element tensor sends all 10,
+  // 4 (1 + 2 x 10) >= 2 x 10, and goes dense; the 1000-element one, 4 (1 + 2 x 100) < 2 x 1000,
+  // stays sparse, in one bucket as in two. Only a bucket with nothing left sparse is a fallback.
+  SparsifyOptions o = options({0.9}, 1);
+  o.min_k = 10;
+  std::vector<float> storage;
+  const BucketView both = make_bucket(storage, {10, 1000});
+  const ExchangePlan plan = TopkCompressor({10, 1000}, o).plan(both, 4);
+  EXPECT_EQ(plan.dense, (std::vector<std::size_t>{0}));
+  EXPECT_EQ(plan.sparse, (std::vector<std::size_t>{1}));
+  EXPECT_EQ(plan.k, (std::vector<std::size_t>{100}));
+  EXPECT_FALSE(plan.dense_fallback);
+  std::vector<float> small_storage;
+  const BucketView small = make_bucket(small_storage, {10});
+  const ExchangePlan small_plan = TopkCompressor({10}, o).plan(small, 4);
+  EXPECT_EQ(small_plan.dense, (std::vector<std::size_t>{0}));
+  EXPECT_TRUE(small_plan.dense_fallback);
+}
+
 // sent + residual == accumulated, bit for bit, for every element of every parameter, through
 // the warm-up's dense steps, several sparsities and a fallback that follows sparse steps (so the
 // residual it must send whole is not zero). On the pairs wire a sent element leaves nothing
