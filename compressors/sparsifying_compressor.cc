@@ -52,9 +52,9 @@ void SparsifyingCompressor::plan_into(const BucketView& bucket, int world_size,
   const bool compressing = schedule_.compressing(step_);
   const double sparsity = compressing ? schedule_.sparsity(step_) : 0.0;
   // Per tensor, so that buckets do not change the result
-  // (Note [Fusion does not change the result]): the allgatherv sends a tensor's W words to each of n - 1 ranks, the split about
-  // 3 W (n - 1) / n (its first step W (n - 1) / n, its last twice that); a ring allreduce
-  // 2 N (n - 1) / n.
+  // (Note [Fusion does not change the result]): the allgatherv sends a tensor's W words to each of
+  // n - 1 ranks, the split about 3 W (n - 1) / n (its first step W (n - 1) / n, its last twice
+  // that); a ring allreduce 2 N (n - 1) / n.
   const std::size_t n = static_cast<std::size_t>(world_size);
   std::size_t candidates = 0;
   for (std::size_t pos = 0; pos < bucket.tensors.size(); ++pos) {
