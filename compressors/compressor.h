@@ -15,7 +15,8 @@
 //   plan = c.plan(bucket, n)                    identical on every rank
 //   c.encode(bucket, plan, n, payload)          dense part into payload.dense, pairs into
 //                                               payload.sparse; updates the residuals
-//   (plugin) allreduce payload.dense; allgatherv every rank's payload.sparse
+//   (plugin) allreduce payload.dense; the sparse part by allgatherv, or by split
+//                                               (payload.sparse_to, Compressor::reselect)
 //   decode_bucket(bucket, plan, ...)            the reduced values back into bucket.data
 #pragma once
 

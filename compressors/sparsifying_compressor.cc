@@ -117,19 +117,18 @@ std::size_t SparsifyingCompressor::reselect(const TensorSlot& t, float* sums, st
                                             std::size_t len, std::size_t k, SparseWire wire,
                                             SparseMessageWriter& out) {
   std::size_t count = 0;
+  std::uint32_t* kept = nullptr;
   if (len > 0 && k > 0) {
-    std::uint32_t* kept = selected_.reserve_discard(std::min(k, len), stream_);
+    kept = selected_.reserve_discard(std::min(k, len), stream_);
     // Another draw than the encoder's for this tensor and step.
     count = selector_.select(sums, len, k, options_.sample_ratio,
                              selection_seed(step_, t.parameter) ^ 0x5bd1e995u, kept, stream_);
-    out.append(kept, count, sums, stream_, wire);
-    if (wire == SparseWire::kCompact) {
-      kernels::keep_wire_error_at(sums, kept, count, stream_);
-    } else {
-      kernels::zero_at(sums, kept, count, stream_);
-    }
+  }
+  out.append(kept, count, sums, stream_, wire);  // an empty segment when nothing is kept
+  if (wire == SparseWire::kCompact) {
+    kernels::keep_wire_error_at(sums, kept, count, stream_);
   } else {
-    out.append(nullptr, 0, sums, stream_, wire);
+    kernels::zero_at(sums, kept, count, stream_);
   }
   kernels::axpy(1.0f, sums, feedback(t.parameter) + begin, len, stream_);
   return count;

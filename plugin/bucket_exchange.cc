@@ -161,8 +161,9 @@ void BucketExchange::exchange_split(Communicator& comm, compressors::Compressor&
       ranges_[r].tensors[pos].offset += range.begin;
       ranges_[r].tensors[pos].numel = range.len;
     }
+    one_rank_words_.assign(1, kept_words_[r]);
     compressors::validate_sparse_messages(ranges_[r], kept_plan_, all_kept + offset,
-                                          {kept_words_[r]}, kept_segments_[r], stream,
+                                          one_rank_words_, kept_segments_[r], stream,
                                           static_cast<int>(r));
     offset += kept_words_[r];
   }

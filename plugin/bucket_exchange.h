@@ -68,7 +68,7 @@ class BucketExchange {
   compressors::ExchangePlan kept_plan_;
   compressors::SparseMessageWriter kept_;
   kernels::Buffer<std::uint32_t> received_kept_;
-  std::vector<std::size_t> kept_words_;
+  std::vector<std::size_t> kept_words_, one_rank_words_;
   std::vector<compressors::BucketView> ranges_;
   std::vector<compressors::SparseSegments> kept_segments_;
 };

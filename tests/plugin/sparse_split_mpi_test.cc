@@ -13,6 +13,7 @@
 #include "plugin/bucket_exchange.h"
 #include "plugin/comm/counting_communicator.h"
 #include "plugin/comm/mpi/mpi_runtime.h"
+#include "tests/compressors/compressor_test_util.h"
 
 namespace gw {
 namespace {
@@ -28,16 +29,7 @@ using compressors::TopkCompressor;
 const std::vector<std::size_t> kNumels = {3001, 1, 7, 997, 40};
 
 BucketView bucket_over(std::vector<float>& storage) {
-  BucketView b;
-  std::size_t offset = 0;
-  for (std::size_t p = 0; p < kNumels.size(); ++p) {
-    b.tensors.push_back({p, offset, kNumels[p]});
-    offset += kNumels[p];
-  }
-  storage.assign(offset, 0.0f);
-  b.data = storage.data();
-  b.numel = offset;
-  return b;
+  return compressors::testing::make_bucket(storage, kNumels);
 }
 
 // Rank r's gradient at a step: normal values, a few large ones so that ranks agree on some
