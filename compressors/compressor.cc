@@ -13,6 +13,16 @@ std::size_t Compressor::reselect(const TensorSlot& /*t*/, float* /*sums*/, std::
   throw std::logic_error("compressor " + name() + " sends no sparse part to reselect from");
 }
 
+void Compressor::project(const BucketView& /*bucket*/, const ExchangePlan& /*plan*/, float* /*p*/,
+                         float* /*q*/) {
+  throw std::logic_error("compressor " + name() + " sends no low-rank factors");
+}
+
+void Compressor::reconstruct(const BucketView& /*bucket*/, const ExchangePlan& /*plan*/,
+                             const float* /*p*/, const float* /*q*/) {
+  throw std::logic_error("compressor " + name() + " sends no low-rank factors");
+}
+
 void decode_dense(const BucketView& bucket, const ExchangePlan& plan, const EncodedBucket& reduced,
                   const kernels::Stream& stream) {
   std::size_t at = 0;

@@ -18,6 +18,9 @@
 //   (plugin) allreduce payload.dense; the sparse part by allgatherv, or by split
 //                                               (payload.sparse_to, Compressor::reselect)
 //   decode_bucket(bucket, plan, ...)            the reduced values back into bucket.data
+// A plan with low-rank tensors (powersgd) runs a second round in between: encode() writes each
+// one's P after the dense part, which is summed with it; project() turns the sums into Q, which a
+// second allreduce sums; reconstruct() writes P Q^T into the bucket (Note [PowerSGD]).
 #pragma once
 
 #include <cstddef>
@@ -47,6 +50,9 @@ struct EncodedBucket {
   // Under SparseAlgo::kSplit: one writer per rank, in rank order, each given the pairs of that
   // rank's index range of every sparse tensor (indices relative to the range), instead of sparse.
   std::vector<SparseMessageWriter>* sparse_to = nullptr;
+  // The P factor of each of the plan's low_rank tensors, in plan order (plan.p_count() floats):
+  // right after the dense part (f32 + dense_count), so that one allreduce sums both.
+  float* factors = nullptr;
 };
 
 class Compressor {
@@ -95,6 +101,16 @@ class Compressor {
   // sent. Only a compressor with a sparse part has one; the others throw std::logic_error.
   virtual std::size_t reselect(const TensorSlot& t, float* sums, std::size_t begin, std::size_t len,
                                std::size_t k, SparseWire wire, SparseMessageWriter& out);
+
+  // The low-rank round (Note [PowerSGD]), only for a compressor whose plans have low_rank
+  // tensors; the others throw std::logic_error. project(): `p` holds every P summed over the
+  // ranks (plan.p_count() floats, made orthonormal in place); writes this rank's Q of each tensor
+  // into `q` (plan.q_count() floats) and keeps in its residual what P Q^T leaves out.
+  // reconstruct(): `q` holds the Qs summed over the ranks; writes P Q^T, the sum over the ranks
+  // of each rank's approximation, into the tensor.
+  virtual void project(const BucketView& bucket, const ExchangePlan& plan, float* p, float* q);
+  virtual void reconstruct(const BucketView& bucket, const ExchangePlan& plan, const float* p,
+                           const float* q);
 
   // The compressor's state as an opaque byte stream; load_state() throws std::runtime_error on a
   // stream written by another compressor or for another layout, leaving the state unchanged.

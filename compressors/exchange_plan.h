@@ -72,6 +72,15 @@ inline std::size_t split_k(std::size_t k, std::size_t ranks) {
 // ranks at start), the layout (also compared), the world size and the step number. The count a
 // rank actually selects (at most k) varies, which is why the sparse part travels by allgatherv
 // with its sizes exchanged first.
+// A tensor that travels as low-rank factors (Note [PowerSGD], compressors/powersgd_compressor.h):
+// its gradient taken as a row-major [rows, cols] matrix M, sent as P [rows, rank] and
+// Q [cols, rank].
+struct LowRankShape {
+  std::size_t rows = 0;
+  std::size_t cols = 0;
+  std::size_t rank = 0;
+};
+
 struct ExchangePlan {
   DenseWire dense_wire = DenseWire::kFloat32;
   SparseWire sparse_wire = SparseWire::kPairs;
@@ -80,11 +89,26 @@ struct ExchangePlan {
   std::vector<std::size_t> dense;   // summed with one allreduce
   std::vector<std::size_t> sparse;  // sent as (index, value) pairs, by sparse_algo
   std::vector<std::size_t> k;       // per sparse entry: the most pairs a rank sends for it
+  // Sent as factors: every P summed in the dense part's allreduce (after the dense tensors), then
+  // every Q in a second allreduce (Note [PowerSGD]).
+  std::vector<std::size_t> low_rank;
+  std::vector<LowRankShape> shapes;  // per low_rank entry
   // Every tensor the schedule would sparsify would have moved more bytes sparse than dense, so all
   // of them went to `dense` (see Note [When sparse falls back to dense]).
   bool dense_fallback = false;
 
-  bool all_dense() const { return sparse.empty(); }
+  bool all_dense() const { return sparse.empty() && low_rank.empty(); }
+  // Floats of every low_rank entry's P, and of every Q, in plan order.
+  std::size_t p_count() const {
+    std::size_t n = 0;
+    for (const LowRankShape& s : shapes) n += s.rows * s.rank;
+    return n;
+  }
+  std::size_t q_count() const {
+    std::size_t n = 0;
+    for (const LowRankShape& s : shapes) n += s.cols * s.rank;
+    return n;
+  }
   void clear() {
     dense_wire = DenseWire::kFloat32;
     sparse_wire = SparseWire::kPairs;
@@ -92,6 +116,8 @@ struct ExchangePlan {
     dense.clear();
     sparse.clear();
     k.clear();
+    low_rank.clear();
+    shapes.clear();
     dense_fallback = false;
   }
 };

@@ -17,6 +17,8 @@ const char* to_string(Kind kind) {
       return "topk";
     case Kind::kDgc:
       return "dgc";
+    case Kind::kPowerSgd:
+      return "powersgd";
   }
   return "?";
 }

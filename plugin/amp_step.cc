@@ -14,7 +14,7 @@ compressors::Kind gradient_compressor(compressors::Kind configured, const AmpSet
 AmpStep::AmpStep(AmpSettings settings, compressors::Kind compressor)
     : settings_(std::move(settings)) {
   if (!settings_.enabled) return;
-  stateless_dense_ = !compressors::is_sparse(compressor);
+  stateless_dense_ = !compressors::keeps_residuals(compressor);
   scaler_ = std::make_unique<amp::LossScaler>(settings_.scaler);
 }
 

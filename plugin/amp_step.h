@@ -29,11 +29,11 @@ namespace gw {
 //   factor for the whole bucket. The scaled gradients travel on the fp16 wire, which is where
 //   loss scaling keeps small values representable; a sum that leaves fp16's range is an overflow
 //   like any other.
-// - before the exchange, for topk and dgc (their residuals and DGC's momentum accumulate across
-//   steps, stay fp32 and must never hold a scaled or non-finite value) and on local SGD's local
-//   steps (no exchange at all): each rank unscales and checks its own gradient, then one max
-//   allreduce of a 4-byte flag (control traffic) makes the decision common. On an overflow the
-//   exchange does not run.
+// - before the exchange, for topk, dgc and powersgd (their residuals and DGC's momentum
+//   accumulate across steps, stay fp32 and must never hold a scaled or non-finite value) and on
+//   local SGD's local steps (no exchange at all): each rank unscales and checks its own
+//   gradient, then one max allreduce of a 4-byte flag (control traffic) makes the decision
+//   common. On an overflow the exchange does not run.
 // A step with an overflow anywhere is skipped on every rank: the inner optimizer does not run, so
 // parameters and optimizer state are untouched, and the loss scaler backs off (amp::LossScaler).
 // The step count, the sync policy's schedule and the compressor's warm-up still advance.

@@ -17,12 +17,15 @@ const compressors::ExchangePlan& BucketExchange::run(Communicator& comm,
 
   compressors::EncodedBucket payload;
   for (std::size_t pos : plan.dense) payload.dense_count += bucket.tensors[pos].numel;
+  // The low-rank tensors' P factors ride in the dense part's allreduce, after it.
+  const std::size_t p_count = plan.p_count();
   if (plan.dense_wire == DenseWire::kFloat16) {
     payload.f16 = dense_f16_.reserve_discard(payload.dense_count, stream);
   } else if (plan.all_dense()) {
     payload.f32 = bucket.data;  // in place
   } else {
-    payload.f32 = dense_f32_.reserve_discard(payload.dense_count, stream);
+    payload.f32 = dense_f32_.reserve_discard(payload.dense_count + p_count, stream);
+    payload.factors = payload.f32 + payload.dense_count;
   }
   const bool split = plan.sparse_algo == compressors::SparseAlgo::kSplit && !plan.sparse.empty();
   if (split) {
@@ -42,11 +45,19 @@ const compressors::ExchangePlan& BucketExchange::run(Communicator& comm,
   if (times) times->encoded.record(stream);
   stream.synchronize();
 
-  if (payload.dense_count > 0) {
+  if (payload.dense_count + p_count > 0) {
     const bool half = plan.dense_wire == DenseWire::kFloat16;
     comm.allreduce(half ? static_cast<void*>(payload.f16) : static_cast<void*>(payload.f32),
-                   payload.dense_count, half ? DataType::kFloat16 : DataType::kFloat32,
+                   payload.dense_count + p_count, half ? DataType::kFloat16 : DataType::kFloat32,
                    ReduceOp::kSum, kind);
+  }
+  float* q = nullptr;
+  if (!plan.low_rank.empty()) {
+    // The second round (Note [PowerSGD]): this rank's Q of every low-rank tensor, summed.
+    q = factors_q_.reserve_discard(plan.q_count(), stream);
+    compressor.project(bucket, plan, payload.factors, q);
+    stream.synchronize();
+    comm.allreduce(q, plan.q_count(), DataType::kFloat32, ReduceOp::kSum, kind);
   }
   if (split) {
     exchange_split(comm, compressor, bucket, plan, kind);
@@ -68,6 +79,7 @@ const compressors::ExchangePlan& BucketExchange::run(Communicator& comm,
   }
   if (times) times->exchanged.record(stream);
   compressors::decode_dense(bucket, plan, payload, stream);
+  if (q) compressor.reconstruct(bucket, plan, payload.factors, q);
   if (split) {
     accumulate_split(stream);
   } else if (!plan.sparse.empty()) {

@@ -1,5 +1,6 @@
 // Runs one bucket through a Compressor and the collectives its plan names: encode, dense
-// allreduce (fp32 or fp16), the sparse part by allgatherv or by split, checked decode.
+// allreduce (fp32 or fp16, with any low-rank P factors), the low-rank Q factors' allreduce, the
+// sparse part by allgatherv or by split, checked decode.
 #pragma once
 
 #include <cstddef>
@@ -50,6 +51,7 @@ class BucketExchange {
   compressors::ExchangePlan plan_;
   kernels::Buffer<float> dense_f32_;
   kernels::Buffer<Half> dense_f16_;
+  kernels::Buffer<float> factors_q_;  // the low-rank round's Q factors
   compressors::SparseMessageWriter sparse_;
   kernels::Buffer<std::uint32_t> received_;
   std::vector<std::int64_t> sizes_;

@@ -26,6 +26,8 @@ CompressorSettings read_compressor_settings(const config::Config& config) {
   s.sparsify.algo = algo == "split"       ? Algo::kSplit
                     : algo == "allgather" ? Algo::kAllgather
                                           : Algo::kAuto;
+  s.powersgd.rank = static_cast<std::size_t>(config.get_int(keys::kPowerSgdRank));
+  s.powersgd.start_step = config.get_int(keys::kPowerSgdStartStep);
   s.momentum_masking = config.get_bool(keys::kDgcMomentumMasking);
   s.clip_norm = config.get_float(keys::kDgcClipNorm);
   const std::size_t values = s.sparsify.sparsity.size();
@@ -53,6 +55,7 @@ void check_compressor_supports(const CompressorSettings& settings, const Optimiz
 
 std::unique_ptr<compressors::Compressor> make_compressor(const CompressorSettings& settings,
                                                          std::vector<std::size_t> numels,
+                                                         std::vector<std::size_t> rows,
                                                          Optimizer& inner) {
   check_compressor_supports(settings, inner);
   using compressors::Kind;
@@ -61,6 +64,9 @@ std::unique_ptr<compressors::Compressor> make_compressor(const CompressorSetting
       break;
     case Kind::kFp16:
       return std::make_unique<compressors::Fp16Compressor>();
+    case Kind::kPowerSgd:
+      return std::make_unique<compressors::PowerSgdCompressor>(std::move(numels), std::move(rows),
+                                                               settings.powersgd);
     case Kind::kTopk:
       return std::make_unique<compressors::TopkCompressor>(std::move(numels), settings.sparsify);
     case Kind::kDgc: {

@@ -8,6 +8,7 @@
 
 #include "compressors/compressor.h"
 #include "compressors/kind.h"
+#include "compressors/powersgd_compressor.h"
 #include "compressors/sparsifying_compressor.h"
 #include "plugin/config/config.h"
 #include "plugin/optimizer.h"
@@ -17,6 +18,7 @@ namespace gw {
 struct CompressorSettings {
   compressors::Kind kind = compressors::Kind::kNone;
   compressors::SparsifyOptions sparsify;
+  compressors::PowerSgdOptions powersgd;
   bool momentum_masking = true;
   double clip_norm = 0.0;
 };
@@ -29,10 +31,12 @@ CompressorSettings read_compressor_settings(const config::Config& config);
 // optimizer of the SGD form (Optimizer::sgd_momentum), and suggests topk otherwise.
 void check_compressor_supports(const CompressorSettings& settings, const Optimizer& inner);
 
-// numels: every parameter's element count, in registration order. For dgc this takes over the
-// inner optimizer's momentum (Optimizer::release_momentum).
+// numels and rows: every parameter's element count and rows (ParameterSpec::rows), in
+// registration order. For dgc this takes over the inner optimizer's momentum
+// (Optimizer::release_momentum).
 std::unique_ptr<compressors::Compressor> make_compressor(const CompressorSettings& settings,
                                                          std::vector<std::size_t> numels,
+                                                         std::vector<std::size_t> rows,
                                                          Optimizer& inner);
 
 }  // namespace gw

@@ -36,9 +36,10 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<CountingCommunicator>
   const AmpSettings amp = read_amp_settings(config_);
   compression.kind = gradient_compressor(compression.kind, amp);
   amp_ = AmpStep(amp, compression.kind);
-  gradient_wire_ = compression.kind == compressors::Kind::kNone   ? "fp32"
-                   : compression.kind == compressors::Kind::kFp16 ? "fp16"
-                                                                  : "sparse";
+  gradient_wire_ = compression.kind == compressors::Kind::kNone       ? "fp32"
+                   : compression.kind == compressors::Kind::kFp16     ? "fp16"
+                   : compression.kind == compressors::Kind::kPowerSgd ? "low-rank factors"
+                                                                      : "sparse";
   params_ = ParameterSet(std::move(params), options.stream);
   comm_stream_ = options.stream.is_host() ? kernels::Stream::host()
                                           : kernels::Stream::cuda(options.stream.cuda_device());
@@ -58,7 +59,7 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<CountingCommunicator>
   local_sgd_ = std::make_unique<LocalSgdAveraging>(sync, fp16_deltas, *comm_, *inner_, params_,
                                                    plan_, comm_stream_);
 
-  compressor_ = make_compressor(compression, std::move(numels), *inner_);
+  compressor_ = make_compressor(compression, std::move(numels), params_.rows(), *inner_);
   compressor_->set_stream(comm_stream_);
   stats_.compressor = compressor_->name();
   stats_.warmup_end_step = compressor_->warmup_end_step();
@@ -218,6 +219,7 @@ void DistributedOptimizer::exchange_bucket(std::size_t b) {
     multiplier_[bucket.tensors[pos].parameter] = average_wire ? inv_n : 1.0f;
   }
   for (std::size_t pos : plan.sparse) multiplier_[bucket.tensors[pos].parameter] = 1.0f;
+  for (std::size_t pos : plan.low_rank) multiplier_[bucket.tensors[pos].parameter] = 1.0f;
   if (!plan.sparse.empty()) ++stats_.sparse_exchanges;
   if (plan.dense_fallback) ++stats_.dense_fallbacks;
   StepFacts::Gradients& g = facts_.gradients;

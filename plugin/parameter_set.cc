@@ -24,6 +24,13 @@ ParameterSet::ParameterSet(std::vector<ParameterSpec> params, const kernels::Str
           to_string(kernels::device_of(p.value)) + " memory, but the optimizer works on the " +
           to_string(stream.device()) + " (DistributedOptimizerOptions::stream)");
     }
+    if (p.rows != 0 && p.numel % p.rows != 0) {
+      throw std::invalid_argument("DistributedOptimizer: parameter '" + p.name + "' has " +
+                                  std::to_string(p.numel) + " elements, which " +
+                                  std::to_string(p.rows) +
+                                  " rows do not divide (rows: the leading dimension of a "
+                                  "matrix-shaped parameter, or 0 for a vector)");
+    }
     params_.push_back(Registered{std::move(p), offset});
     offset += params_.back().spec.numel;
   }
@@ -42,6 +49,13 @@ std::vector<std::size_t> ParameterSet::numels() const {
   std::vector<std::size_t> out;
   out.reserve(params_.size());
   for (const Registered& p : params_) out.push_back(p.spec.numel);
+  return out;
+}
+
+std::vector<std::size_t> ParameterSet::rows() const {
+  std::vector<std::size_t> out;
+  out.reserve(params_.size());
+  for (const Registered& p : params_) out.push_back(p.spec.rows);
   return out;
 }
 
@@ -71,7 +85,9 @@ std::string ParameterSet::layout_canonical() const {
   std::string out;
   for (std::size_t i = 0; i < params_.size(); ++i) {
     out += "parameter[" + std::to_string(i) + "]=" + params_[i].spec.name + " (" +
-           std::to_string(params_[i].spec.numel) + " elements)\n";
+           std::to_string(params_[i].spec.numel) + " elements" +
+           (params_[i].spec.rows ? ", " + std::to_string(params_[i].spec.rows) + " rows" : "") +
+           ")\n";
   }
   out += "parameters=" + std::to_string(params_.size()) + "\n";
   return out;

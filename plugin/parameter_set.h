@@ -25,6 +25,10 @@ struct ParameterSpec {
   std::string name;
   float* value = nullptr;
   std::size_t numel = 0;
+  // For a matrix-shaped parameter, its leading dimension (a linear layer's outputs, a
+  // convolution's output channels; numel / rows is the rest); 0 for a vector. It must divide
+  // numel. Only GRADWIRE_COMPRESSOR=powersgd reads it (Note [PowerSGD]).
+  std::size_t rows = 0;
 };
 
 class ParameterSet {
@@ -52,6 +56,7 @@ class ParameterSet {
   // Where the values, the gradients and every flat array over them live.
   const kernels::Stream& stream() const { return stream_; }
   std::vector<std::size_t> numels() const;
+  std::vector<std::size_t> rows() const;
 
   float* gradients() { return gradients_.data(); }
   float* gradient(std::size_t i) { return gradients_.data() + params_[i].offset; }

@@ -73,7 +73,7 @@ SyncSettings read_sync_settings(const config::Config& config) {
   }
   if (mode != SyncMode::kEveryStep) {
     const std::string compressor = config.get_string(keys::kCompressor);
-    if (compressors::is_sparse(compressors::parse_kind(compressor))) {
+    if (compressors::keeps_residuals(compressors::parse_kind(compressor))) {
       throw config::ConfigError(
           current + " cannot be combined with " + setting(config, keys::kCompressor) + ": " +
           compressor +

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "kernels/cuda/elementwise_cuda.h"
+#include "kernels/cuda/low_rank_cuda.h"
 #include "kernels/cuda/nn_cuda.h"
 #include "kernels/cuda/runtime_cuda.h"
 #include "kernels/cuda/sparse_cuda.h"
@@ -112,6 +113,22 @@ void add_to_anchor(const float*, float*, float*, std::size_t, void*) {
 void scale_to(const float*, float, float*, std::size_t, void*) { throw_unavailable("scale_to"); }
 void scale_to_fp16(const float*, float, Half*, std::size_t, void*) {
   throw_unavailable("scale_to_fp16");
+}
+
+void low_rank_project(const float*, std::size_t, std::size_t, const float*, std::size_t, float*,
+                      void*) {
+  throw_unavailable("low_rank_project");
+}
+void low_rank_back(const float*, std::size_t, std::size_t, const float*, std::size_t, float*,
+                   void*) {
+  throw_unavailable("low_rank_back");
+}
+void orthonormalize_columns(float*, std::size_t, std::size_t, void*) {
+  throw_unavailable("orthonormalize_columns");
+}
+void low_rank_restore(const float*, std::size_t, std::size_t, const float*, std::size_t, float*,
+                      bool, void*) {
+  throw_unavailable("low_rank_restore");
 }
 
 void relu_forward(const float*, float*, std::size_t, void*) { throw_unavailable("relu_forward"); }

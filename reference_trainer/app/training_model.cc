@@ -18,7 +18,7 @@ namespace {
 
 std::vector<ParameterSpec> specs_of(const std::vector<Model::Parameter>& params) {
   std::vector<ParameterSpec> specs;
-  for (const auto& p : params) specs.push_back({p.name, p.value, p.numel});
+  for (const auto& p : params) specs.push_back({p.name, p.value, p.numel, p.rows});
   return specs;
 }
 

@@ -463,7 +463,7 @@ DeviceModel::DeviceModel(const Model& model, const Stream& stream)
                                " has another size on the device");
       }
       params_.push_back(Model::Parameter{l.name + "." + cpu_params[j].name, values_.data() + offset,
-                                         cpu_params[j].numel});
+                                         cpu_params[j].numel, cpu_params[j].rows});
       layer.values.push_back(values_.data() + offset);
       layer.grads.push_back(own_grads_.data() + offset);
       grads_.push_back(own_grads_.data() + offset);

@@ -19,7 +19,8 @@ Conv2d::Conv2d(std::size_t in_channels, std::size_t out_channels, std::size_t ke
     throw std::invalid_argument("Conv2d: channels, kernel and stride must be positive");
   }
   const std::size_t fan_in = in_channels * kernel * kernel;
-  add_parameter("weight", out_channels * fan_in, fan_in, ParameterInit::kKaimingUniform);
+  add_parameter("weight", out_channels * fan_in, fan_in, ParameterInit::kKaimingUniform,
+                out_channels);
   add_parameter("bias", out_channels, fan_in, ParameterInit::kZero);
 }
 

@@ -9,8 +9,9 @@
 namespace gw::trainer {
 
 void Layer::add_parameter(std::string name, std::size_t numel, std::size_t fan_in,
-                          ParameterInit init) {
+                          ParameterInit init, std::size_t rows) {
   LayerParameter p;
+  p.rows = rows;
   p.name = std::move(name);
   p.numel = numel;
   p.fan_in = fan_in;

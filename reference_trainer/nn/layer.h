@@ -21,6 +21,7 @@ struct LayerParameter {
   std::string name;  // "weight", "bias"
   std::size_t numel = 0;
   std::size_t fan_in = 0;  // for Kaiming initialisation
+  std::size_t rows = 0;    // a weight's leading dimension (outputs); 0 for a vector
   ParameterInit init = ParameterInit::kZero;
   float* value = nullptr;
   float* grad = nullptr;
@@ -62,7 +63,9 @@ class Layer {
 
  protected:
   Layer() = default;
-  void add_parameter(std::string name, std::size_t numel, std::size_t fan_in, ParameterInit init);
+  // rows: the weight's outputs, when it is a matrix [rows, numel / rows]; 0 for a bias.
+  void add_parameter(std::string name, std::size_t numel, std::size_t fan_in, ParameterInit init,
+                     std::size_t rows = 0);
   // Both throw std::logic_error naming the layer and parameter when it is not bound.
   const float* value(std::size_t i) const;
   float* grad(std::size_t i) const;

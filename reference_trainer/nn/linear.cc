@@ -10,7 +10,7 @@ namespace gw::trainer {
 Linear::Linear(std::size_t in_features, std::size_t out_features)
     : in_(in_features), out_(out_features) {
   if (in_ == 0 || out_ == 0) throw std::invalid_argument("Linear: sizes must be positive");
-  add_parameter("weight", out_ * in_, in_, ParameterInit::kKaimingUniform);
+  add_parameter("weight", out_ * in_, in_, ParameterInit::kKaimingUniform, out_);
   add_parameter("bias", out_, in_, ParameterInit::kZero);
 }
 

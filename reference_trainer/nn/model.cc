@@ -29,7 +29,7 @@ Model::Model(std::string kind, const Shape& sample_shape, std::vector<ModelLayer
     }
     first_param_.push_back(params_.size());
     for (const LayerParameter& p : l.layer->parameters()) {
-      params_.push_back(Parameter{l.name + "." + p.name, nullptr, p.numel});
+      params_.push_back(Parameter{l.name + "." + p.name, nullptr, p.numel, p.rows});
       total += p.numel;
     }
   }

@@ -34,6 +34,7 @@ class Model {
     std::string name;
     float* value;
     std::size_t numel;
+    std::size_t rows = 0;  // LayerParameter::rows
   };
   using GradientReadyFn = std::function<void(std::size_t param_index)>;
 

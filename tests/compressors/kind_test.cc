@@ -8,6 +8,7 @@
 #include "compressors/fp16_compressor.h"
 #include "compressors/kind.h"
 #include "compressors/none_compressor.h"
+#include "compressors/powersgd_compressor.h"
 #include "compressors/topk_compressor.h"
 #include "plugin/config/config.h"
 #include "plugin/config/params.h"
@@ -22,12 +23,17 @@ TEST(Kind, NamesRoundTripAndUnknownNamesListTheAccepted) {
     FAIL() << "no exception";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("'DGC'"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("none, fp16, topk, dgc"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("none, fp16, topk, dgc, powersgd"), std::string::npos)
+        << e.what();
   }
   EXPECT_FALSE(is_sparse(Kind::kNone));
   EXPECT_FALSE(is_sparse(Kind::kFp16));
   EXPECT_TRUE(is_sparse(Kind::kTopk));
   EXPECT_TRUE(is_sparse(Kind::kDgc));
+  EXPECT_FALSE(is_sparse(Kind::kPowerSgd));
+  EXPECT_FALSE(keeps_residuals(Kind::kFp16));
+  EXPECT_TRUE(keeps_residuals(Kind::kTopk));
+  EXPECT_TRUE(keeps_residuals(Kind::kPowerSgd));
 }
 
 TEST(Kind, EachCompressorNamesItsKind) {
@@ -38,6 +44,7 @@ TEST(Kind, EachCompressorNamesItsKind) {
   DgcOptions d;
   d.sparsify = s;
   EXPECT_EQ(DgcCompressor({4}, d).kind(), Kind::kDgc);
+  EXPECT_EQ(PowerSgdCompressor({4}, {2}, PowerSgdOptions{}).name(), "powersgd");
 }
 
 // GRADWIRE_COMPRESSOR accepts exactly the kinds, in the same order: the registry's choices are

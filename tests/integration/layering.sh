@@ -35,7 +35,7 @@ if [ -n "$cub" ]; then echo "FAIL: CUB/Thrust included outside .cu files and ker
 # included), every C++ and CUDA file kind.
 # The one exception: the OpenMP test of the Thrust templates (kernels_thrust_omp_test, each of its
 # sources) names Thrust's OpenMP policy.
-except='tests/kernels/(nn_|sparse_wire_)?thrust_omp_test\.cc'
+except='tests/kernels/(nn_|sparse_wire_|low_rank_)?thrust_omp_test\.cc'
 only_under() {  # only_under <home folder> <regex of includes> <what>
   local hits
   hits=$(grep -rnE "#include [<\"]($2)" . --include='*.h' --include='*.cc' --include='*.cu' \

@@ -36,7 +36,7 @@ case "$mode" in
 options)
   expect_refusal "--rates '0': accepted a comma list of distinct whole Mbit/s" --rates 0
   expect_refusal "--rates '100,x'" --rates 100,x
-  expect_refusal "unknown or repeated \['zip'\]; accepted: dense, fp16, topk, dgc, dgc_warmup, local_sgd_k4" \
+  expect_refusal "unknown or repeated \['zip'\]; accepted: dense, fp16, topk, dgc, dgc_warmup, powersgd, powersgd_r4, local_sgd_k4" \
     --strategies dense,zip
   expect_refusal "--hosts 1: accepted 2 to 16" --hosts 1
   expect_refusal "--mca 'btl_tcp_flags': accepted NAME=VALUE" --mca btl_tcp_flags

@@ -65,6 +65,7 @@ class StreamSgd : public Optimizer {
 };
 
 constexpr std::size_t kNumels[] = {20000, 3000, 7};
+constexpr std::size_t kRows[] = {100, 30, 0};  // matrices [100, 200] and [30, 100], for powersgd
 constexpr int kSteps = 6;
 
 struct TrainingRun {
@@ -83,7 +84,7 @@ TrainingRun train(const Settings& s, const kernels::Stream& stream) {
     for (std::size_t j = 0; j < init.size(); ++j) init[j] = std::sin(0.001f * float(j + 7 * i));
     values.emplace_back(init.size(), stream);
     kernels::copy_bytes(values.back().data(), init.data(), init.size() * sizeof(float), stream);
-    specs.push_back({"p" + std::to_string(i), values.back().data(), init.size()});
+    specs.push_back({"p" + std::to_string(i), values.back().data(), init.size(), kRows[i]});
   }
   stream.synchronize();
   DistributedOptimizerOptions options = settings(s);
@@ -160,7 +161,11 @@ INSTANTIATE_TEST_SUITE_P(
                       with(kSparse, {{kCompressor, "dgc"}, {config::keys::kSparseAlgo, "split"}}),
                       with(kSparse, {{kCompressor, "topk"},
                                      {config::keys::kSparseAlgo, "split"},
-                                     {config::keys::kSparseWire, "pairs"}})));
+                                     {config::keys::kSparseWire, "pairs"}}),
+                      // Two whole steps, then factors: the same P, Q and residuals on both.
+                      Settings{{kCompressor, "powersgd"},
+                               {config::keys::kPowerSgdRank, "2"},
+                               {config::keys::kPowerSgdStartStep, "2"}}));
 
 // Note [Device phases on the host clock]: the timeline's bucket phases are the device's times. A
 // bucket released behind a long queue of kernels on the program's stream waits for its gradients,

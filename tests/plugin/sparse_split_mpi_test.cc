@@ -14,6 +14,7 @@
 #include "plugin/comm/counting_communicator.h"
 #include "plugin/comm/mpi/mpi_runtime.h"
 #include "tests/compressors/compressor_test_util.h"
+#include "tests/plugin/rank_sums.h"
 
 namespace gw {
 namespace {
@@ -61,18 +62,7 @@ std::vector<float> all_residuals(const TopkCompressor& c) {
   return r;
 }
 
-// Every rank's vector summed in double, on every rank.
-std::vector<double> sum_over_ranks(Communicator& comm, const std::vector<float>& mine) {
-  const auto n = static_cast<std::size_t>(comm.size());
-  std::vector<float> all(mine.size() * n);
-  comm.allgatherv(mine.data(), mine.size(), all.data(), std::vector<std::size_t>(n, mine.size()),
-                  DataType::kFloat32, TrafficKind::kControl);
-  std::vector<double> sum(mine.size(), 0.0);
-  for (std::size_t r = 0; r < n; ++r) {
-    for (std::size_t i = 0; i < mine.size(); ++i) sum[i] += all[r * mine.size() + i];
-  }
-  return sum;
-}
+using testing::sum_over_ranks;
 
 // One step of each algorithm on the same gradients: the split's result equals the allgatherv's
 // bit for bit wherever the split kept a value (the same adds in the same order) and is 0
