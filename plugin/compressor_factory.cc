@@ -1,5 +1,7 @@
 #include "plugin/compressor_factory.h"
 
+#include <algorithm>
+
 #include "compressors/dgc_compressor.h"
 #include "compressors/fp16_compressor.h"
 #include "compressors/none_compressor.h"
@@ -65,6 +67,15 @@ std::unique_ptr<compressors::Compressor> make_compressor(const CompressorSetting
     case Kind::kFp16:
       return std::make_unique<compressors::Fp16Compressor>();
     case Kind::kPowerSgd:
+      if (std::all_of(rows.begin(), rows.end(), [](std::size_t r) { return r == 0; })) {
+        throw config::ConfigError(
+            std::string(config::keys::kCompressor) +
+            "=powersgd sends matrix-shaped gradients as low-rank factors, but no parameter was "
+            "registered with its rows (ParameterSpec::rows: a linear layer's outputs, a "
+            "convolution's output channels), so every gradient would go whole. Set rows for the "
+            "weights, or use " +
+            config::keys::kCompressor + "=dgc or topk, which need no shapes");
+      }
       return std::make_unique<compressors::PowerSgdCompressor>(std::move(numels), std::move(rows),
                                                                settings.powersgd);
     case Kind::kTopk:

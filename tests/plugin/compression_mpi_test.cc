@@ -346,6 +346,41 @@ TEST(Compression, DgcUnderAdamIsAConfigurationErrorThatSuggestsTopk) {
   topk.step();
 }
 
+// powersgd needs the weights' shapes: without any it stops at start and says what to set; with
+// them it runs under Adam too, and from its start step a step's gradient bytes are the two
+// allreduces of Note [PowerSGD] (the small tensor whole with P, then Q).
+TEST(Compression, PowersgdNeedsMatrixShapesAndRunsUnderAdam) {
+  const auto comm = world();
+  Model model;
+  trainer::Adam::Options o;
+  o.lr = 0.001;
+  const std::string what = config_error([&] {
+    DistributedOptimizer opt(comm, std::make_unique<trainer::Adam>(o), model.specs(),
+                             settings({{keys::kCompressor, "powersgd"}}));
+  });
+  EXPECT_NE(what.find("GRADWIRE_COMPRESSOR=powersgd"), std::string::npos) << what;
+  EXPECT_NE(what.find("ParameterSpec::rows"), std::string::npos) << what;
+  std::vector<ParameterSpec> specs = model.specs();
+  specs[0].rows = 30;  // the 3000-element tensor as [30, 100]
+  DistributedOptimizer opt(comm, std::make_unique<trainer::Adam>(o), specs,
+                           settings({{keys::kCompressor, "powersgd"},
+                                     {keys::kPowerSgdRank, "2"},
+                                     {keys::kPowerSgdStartStep, "1"}}));
+  const int r = comm->rank(), n = comm->size();
+  for (int step = 0; step < 3; ++step) {
+    const std::uint64_t before = comm->counters()[TrafficKind::kGradient].sent_bytes;
+    model.gradients(opt, r, step);
+    opt.step();
+    const std::uint64_t sent = comm->counters()[TrafficKind::kGradient].sent_bytes - before;
+    const std::uint64_t want =
+        step == 0 ? CountingCommunicator::allreduce_bytes(Model::kTotal, 4, r, n)
+                  : CountingCommunicator::allreduce_bytes(Model::kSmall + 30 * 2, 4, r, n) +
+                        CountingCommunicator::allreduce_bytes(100 * 2, 4, r, n);
+    EXPECT_EQ(sent, want) << "step " << step;
+  }
+  for (float w : model.flat()) ASSERT_TRUE(std::isfinite(w));
+}
+
 TEST(Compression, ASparsityListLongerThanTheRampupIsAConfigurationError) {
   const auto comm = world();
   Model model;
