@@ -11,8 +11,9 @@ Every run also checks that each RESULTS.md#section link in README.md and docs/ n
 
 Inputs, all committed: benchmarks/strategies.json, docs/reports/ (the trainer's and the
 benchmarks' JSON reports, and manifest.json, made by tools/run_reports.py),
-docs/lowband/report.json and docs/gpu/*.json (./gradwire.sh gpu-check's reports). Every figure in the output is read or computed from them; nothing here
-is a measurement. Python 3 standard library only.
+docs/lowband/report.json and docs/lowband/runs/*/report.json (the low-bandwidth harness's) and
+docs/gpu/*.json (./gradwire.sh gpu-check's reports). Every figure in the output is read or computed
+from them; nothing here is a measurement. Python 3 standard library only.
 """
 import argparse
 import difflib
@@ -29,6 +30,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STRATEGIES = "benchmarks/strategies.json"
 REPORTS = "docs/reports"
 LOWBAND = "docs/lowband/report.json"
+LOWBAND_RUNS = "docs/lowband/runs"  # further harness reports, one folder each
 GPU_REPORTS = "docs/gpu"
 RESULTS = "docs/RESULTS.md"
 README = "README.md"
@@ -460,27 +462,26 @@ def render_benches(manifest):
 
 # ---- low-bandwidth runs -------------------------------------------------------------------------
 
-def render_lowband(manifest):
-    r = load(LOWBAND)
-    ext = manifest.get("external", {}).get(LOWBAND)
-    if not ext:
-        raise InputError(f"{REPORTS}/manifest.json has no external entry for {LOWBAND}")
+def render_lowband_report(r, ext, rel, png, level):
+    """One harness report's section: its settings, then a table per rate."""
     st = r["settings"]
     m = r["machine"]
-    out = ["## Low-bandwidth runs", "",
-           f"`gradwire_lowband.py` ({'shaped: ' + r['shaping'] if r['shaped'] else 'UNSHAPED'}): "
+    h = "#" * level
+    shaping = "shaped: " + r["shaping"] if r["shaped"] else "UNSHAPED: loopback TCP, no tbf"
+    out = [f"`gradwire_lowband.py` ({shaping}): "
            f"{st['hosts']} hosts x 1 rank, model {st['model']}, batch {st['batch_size']} per "
            f"rank, lr {st['lr']:g}, momentum {st['momentum']:g}, seed {st['seed']}, "
            f"{st['epochs']} epochs, target accuracy {st['target_accuracy']:g}, evaluation every "
            f"{st['eval_every']} steps. Time to target is training seconds (evaluation excluded) at "
            "the first evaluation at or above the target; bytes are the busiest rank's per step. "
            "The harness and the report's fields: `docs/LOWBAND.md`.", ""]
-    rates = sorted({run["rate_mbit"] for run in r["runs"]})
+    rates = sorted({run["rate_mbit"] for run in r["runs"]}, key=lambda x: (x is None, x or 0))
     base = "dense"
     for rate in rates:
         runs = [x for x in r["runs"] if x["rate_mbit"] == rate]
-        dense = next(x for x in runs if x["strategy"] == base)
-        out += [f"### {rate} Mbit/s per host", ""]
+        dense = next((x for x in runs if x["strategy"] == base), None)
+        dense_ttt = dense["time_to_target_seconds"] if dense else None
+        out += [f"{h} {rate} Mbit/s per host" if rate else f"{h} Unshaped", ""]
         p = r.get("probes", {}).get(str(rate))
         if p:
             out += [f"Shaping check: one {p['bytes'] / 1e6:.2f} MB `MPI_Allreduce` took "
@@ -490,33 +491,67 @@ def render_lowband(manifest):
         rows = []
         for x in runs:
             ttt = x["time_to_target_seconds"]
-            speed = (f"{dense['time_to_target_seconds'] / ttt:.1f}x"
-                     if ttt and dense["time_to_target_seconds"] else "-")
+            speed = f"{dense_ttt / ttt:.1f}x" if ttt and dense_ttt else "-"
             g = x["gradient_bytes_per_step_after_warmup"]
+            dense_g = dense["gradient_bytes_per_step_after_warmup"] if dense else None
             rows.append([x["strategy"], acc(x["final_test_accuracy"]),
                          "never" if ttt is None else f"{ttt:.1f}", speed, nbytes(g),
-                         ratio(dense["gradient_bytes_per_step_after_warmup"] / g) if g else "-",
+                         ratio(dense_g / g) if g and dense_g else "-",
+                         nbytes(x["gradient_bytes_per_step"]),
                          nbytes(x["exchange_bytes_per_step"]),
                          f"{x['samples_per_second']:,.0f}", f"{x['epochs_done']:.2f}"])
         out += table(["strategy", "final acc", "time to target (s)", "speedup vs dense",
-                      "grad B/step after warm-up", "dense grad B / this", "exchange B/step",
-                      "samples/s", "epochs"], rows)
+                      "grad B/step after warm-up", "dense grad B / this", "grad B/step (run)",
+                      "exchange B/step", "samples/s", "epochs"], rows)
         reached = [x for x in runs if x["time_to_target_seconds"]]
-        if dense["time_to_target_seconds"] and reached:
+        if dense_ttt and reached:
             best = min(reached, key=lambda x: x["time_to_target_seconds"])
             out += ["", f"Soonest to {st['target_accuracy']:g}: `{best['strategy']}`, "
-                    f"{dense['time_to_target_seconds'] / best['time_to_target_seconds']:.1f}x "
+                    f"{dense_ttt / best['time_to_target_seconds']:.1f}x "
                     f"sooner than `{base}` ({best['time_to_target_seconds']:.1f} vs "
-                    f"{dense['time_to_target_seconds']:.1f} s)."]
+                    f"{dense_ttt:.1f} s)."]
         never = [x["strategy"] for x in runs if x["time_to_target_seconds"] is None]
         if never:
-            out += ["", "Never reached the target: " + ", ".join(f"`{n}`" for n in never) + "."]
+            out += ["", "Never reached the target"
+                    + (f" within the time budget of {st['time_budget']:g} s" if st.get(
+                        "time_budget") else "") + ": "
+                    + ", ".join(f"`{n}`" for n in never) + "."]
         out.append("")
-    out += ["![accuracy against bytes sent and against training time, per rate]"
-            "(lowband/report.png)", ""]
-    out += [f"Report: `{LOWBAND}` (and its `report.md`, `report.png`), committed in "
-            f"{ext['committed_in'][:10]} on {ext['date']}; {ext['provenance']}. Command: "
-            f"`{r['command']}`. Machine: {m['cores']} cores, {m['mpi']}, kernel {m['kernel']}."]
+    if png:
+        out += [f"![accuracy against bytes sent and against training time, per rate]({png})", ""]
+    made = (f"committed in {ext['committed_in'][:10]}" if "committed_in" in ext
+            else f"its binaries built from {ext['built_from'][:10]}")
+    out += [f"Report: `{rel}` (and its `report.md`, `report.png`), {made}, on {ext['date']}; "
+            f"{ext['provenance']}. Command: `{r['command']}`. Machine: {m['cores']} cores, "
+            f"{m['mpi']}, kernel {m['kernel']}."]
+    return out
+
+
+def lowband_runs():
+    """The further harness reports: docs/lowband/runs/<name>/report.json, in name order."""
+    where = os.path.join(ROOT, LOWBAND_RUNS)
+    if not os.path.isdir(where):
+        return []
+    return [f"{LOWBAND_RUNS}/{n}/report.json" for n in sorted(os.listdir(where))
+            if os.path.isfile(os.path.join(where, n, "report.json"))]
+
+
+def render_lowband(manifest):
+    externals = manifest.get("external", {})
+    out = ["## Low-bandwidth runs", ""]
+    for rel in [LOWBAND] + lowband_runs():
+        ext = externals.get(rel)
+        if not ext:
+            raise InputError(f"{REPORTS}/manifest.json has no external entry for {rel}")
+        r = load(rel)
+        if rel == LOWBAND:
+            out += render_lowband_report(r, ext, rel, "lowband/report.png", 3)
+        else:
+            name = rel.split("/")[-2]
+            out += ["", f"### Run {name}", "", ext["title"], ""]
+            png = os.path.relpath(os.path.join(os.path.dirname(rel), "report.png"), "docs")
+            out += render_lowband_report(r, ext, rel, png, 4)
+        out.append("")
     return out
 
 
@@ -618,7 +653,8 @@ def render_results(acc_, manifest):
     out = ["# Results", "", GENERATED.format(FROM_REPORTS), "",
            "Every figure here is read from a committed report: `docs/reports/` (made by "
            "`./gradwire.sh results --run`, which records each one's command, commit and date in "
-           "`docs/reports/manifest.json`) and `docs/lowband/report.json`. `./gradwire.sh results` "
+           "`docs/reports/manifest.json`), `docs/lowband/report.json` and "
+           "`docs/lowband/runs/`. `./gradwire.sh results` "
            "renders this file; the `results_current` test fails when it is out of date.", "",
            "- [Accuracy against traffic](#accuracy-against-traffic)",
            "- [Benchmarks](#benchmarks): [allreduce](#allreduce), [compression](#compression), "
@@ -678,7 +714,8 @@ def outputs():
     return files
 
 
-INPUTS_AND_OUTPUTS = [STRATEGIES, REPORTS, LOWBAND, GPU_REPORTS, RESULTS, README, STRATEGIES_DOC]
+INPUTS_AND_OUTPUTS = [STRATEGIES, REPORTS, LOWBAND, LOWBAND_RUNS, GPU_REPORTS, RESULTS, README,
+                      STRATEGIES_DOC]
 
 
 def self_test():
@@ -687,6 +724,8 @@ def self_test():
     with tempfile.TemporaryDirectory() as tmp:
         for rel in INPUTS_AND_OUTPUTS:
             src, dst = os.path.join(real_root, rel), os.path.join(tmp, rel)
+            if not os.path.exists(src):
+                continue  # docs/lowband/runs is optional
             os.makedirs(os.path.dirname(dst), exist_ok=True)
             (shutil.copytree if os.path.isdir(src) else shutil.copy)(src, dst)
 
