@@ -547,8 +547,7 @@ def render_lowband(manifest):
         if rel == LOWBAND:
             out += render_lowband_report(r, ext, rel, "lowband/report.png", 3)
         else:
-            name = rel.split("/")[-2]
-            out += ["", f"### Run {name}", "", ext["title"], ""]
+            out += ["", f"### {ext['title']}", ""]
             png = os.path.relpath(os.path.join(os.path.dirname(rel), "report.png"), "docs")
             out += render_lowband_report(r, ext, rel, png, 4)
         out.append("")

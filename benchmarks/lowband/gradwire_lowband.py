@@ -72,6 +72,9 @@ def parse_args(argv, names):
                    help="folder with gradwire_train and gradwire_bench_allreduce")
     p.add_argument("--cleanup", action="store_true",
                    help="remove namespaces a killed run left behind, then exit")
+    p.add_argument("--rerender", metavar="REPORT",
+                   help="no runs: rebuild REPORT's run entries from the trainer reports it "
+                   "names, by this harness's rules, and rewrite its JSON, Markdown and plot")
     a = p.parse_args(argv)
     errors = []
     if not 2 <= a.hosts <= 16:
@@ -195,9 +198,34 @@ def write_outputs(report, args, rundir):
     log(f"report {args.report}, {md_path}" + (f", plot {report['plot']}" if report["plot"] else ""))
 
 
+def rerender(path):
+    """--rerender: every run entry of the report at `path` made again from its trainer report."""
+    try:
+        with open(path) as f:
+            report = json.load(f)
+    except (OSError, ValueError) as e:
+        raise HarnessError(f"--rerender {path}: cannot read the report ({e})")
+    outdir = os.path.dirname(path)
+    st = report["settings"]
+    args = argparse.Namespace(target_accuracy=st["target_accuracy"],
+                              steps_per_epoch=st["steps_per_epoch"], report=path)
+    for i, run in enumerate(report["runs"]):
+        if "error" in run:
+            continue
+        with open(os.path.join(outdir, run["trainer_report"])) as f:
+            trainer = json.load(f)
+        report["runs"][i] = rep.run_entry(run["strategy"], run["rate_mbit"], run["env"], trainer,
+                                          run["trainer_report"], run["log"], args)
+    write_outputs(report, args,
+                  os.path.join(outdir, os.path.splitext(os.path.basename(path))[0] + "_runs"))
+    return 0
+
+
 def main(argv):
     table = strategies.load()
     args = parse_args(argv, list(table))
+    if args.rerender:
+        return rerender(args.rerender)
     if args.cleanup:
         if os.geteuid() != 0:
             raise HarnessError("--cleanup needs root")

@@ -102,7 +102,8 @@ def run_entry(strategy, rate, env, r, trainer_report, log_path, args):
     comp = r.get("compression", {})
     grad_step = r["gradient_bytes_per_step"]
     after = comp.get("gradient_bytes_per_step_after_warmup") or 0.0
-    if comp.get("compressor") not in ("topk", "dgc") or not comp.get("steps_after_warmup"):
+    if comp.get("compressor") not in ("topk", "dgc", "powersgd") or not comp.get(
+            "steps_after_warmup"):
         after = grad_step
     return {
         "strategy": strategy,

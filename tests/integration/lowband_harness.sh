@@ -42,6 +42,7 @@ options)
   expect_refusal "--mca 'btl_tcp_flags': accepted NAME=VALUE" --mca btl_tcp_flags
   expect_refusal "--target-accuracy 1.5: accepted \(0, 1\]" --target-accuracy 1.5
   expect_refusal "gradwire_train not found in /nonexistent" --bin /nonexistent
+  expect_refusal "--rerender /nonexistent.json: cannot read the report" --rerender /nonexistent.json
   echo "ok: bad options refused"
   ;;
 unshaped)
