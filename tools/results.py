@@ -483,11 +483,14 @@ def render_lowband_report(r, ext, rel, png, level):
         dense_ttt = dense["time_to_target_seconds"] if dense else None
         out += [f"{h} {rate} Mbit/s per host" if rate else f"{h} Unshaped", ""]
         p = r.get("probes", {}).get(str(rate))
-        if p:
+        if p and "predicted_seconds" in p:
             out += [f"Shaping check: one {p['bytes'] / 1e6:.2f} MB `MPI_Allreduce` took "
                     f"{p['mpi_allreduce_seconds']:.3f} s (median), "
                     f"{p['measured_over_predicted']:.2f}x the {p['predicted_seconds']:.3f} s the "
                     "rate predicts.", ""]
+        elif p:
+            out += [f"Unshaped: one {p['bytes'] / 1e6:.2f} MB `MPI_Allreduce` took "
+                    f"{p['mpi_allreduce_seconds']:.4f} s (median).", ""]
         rows = []
         for x in runs:
             ttt = x["time_to_target_seconds"]
@@ -504,8 +507,8 @@ def render_lowband_report(r, ext, rel, png, level):
                       "grad B/step after warm-up", "dense grad B / this", "grad B/step (run)",
                       "exchange B/step", "samples/s", "epochs"], rows)
         reached = [x for x in runs if x["time_to_target_seconds"]]
-        if dense_ttt and reached:
-            best = min(reached, key=lambda x: x["time_to_target_seconds"])
+        best = min(reached, key=lambda x: x["time_to_target_seconds"]) if reached else None
+        if dense_ttt and best and best["strategy"] != base:
             out += ["", f"Soonest to {st['target_accuracy']:g}: `{best['strategy']}`, "
                     f"{dense_ttt / best['time_to_target_seconds']:.1f}x "
                     f"sooner than `{base}` ({best['time_to_target_seconds']:.1f} vs "
