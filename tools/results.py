@@ -131,9 +131,11 @@ class Strategy:
         return mean(pointer(r, ptr) for r in self.reports)
 
     def after_warmup(self):
-        """Mean gradient bytes per step after a sparse compressor's warm-up, or None."""
+        """Mean gradient bytes per step after a compressor's warm-up (topk, dgc, powersgd), or
+        None."""
         c = [r["compression"] for r in self.reports]
-        if all(x.get("compressor") in ("topk", "dgc") and x.get("steps_after_warmup", 0) > 0
+        if all(x.get("compressor") in ("topk", "dgc", "powersgd") and
+               x.get("steps_after_warmup", 0) > 0
                for x in c):
             return mean(x["gradient_bytes_per_step_after_warmup"] for x in c)
         return None
@@ -214,8 +216,8 @@ class Accuracy:
             "accuracy, the mean over the seeds listed; the drop is dense's mean over the same "
             "seeds minus this one, in percentage points (positive: below dense). Bytes are the "
             "busiest rank's sent bytes per step from gradwire's counters: exchange = gradient + "
-            "parameter bytes over the whole run; after warm-up = gradient bytes once a sparse "
-            "compressor's warm-up is over. Ratios are dense's bytes / this strategy's. The last "
+            "parameter bytes over the whole run; after warm-up = gradient bytes once a "
+            "compressor's warm-up (topk's, dgc's, powersgd's whole steps) is over. Ratios are dense's bytes / this strategy's. The last "
             "column checks the strategy's accuracy expectations in strategies.json; a strategy "
             "without expectations is run with the first seed only, to measure it.")
         out.append("")
