@@ -24,27 +24,28 @@ float seeded_value(std::size_t p, std::size_t i) {
 
 }  // namespace
 
-PowerSgdCompressor::PowerSgdCompressor(std::vector<std::size_t> numels,
-                                       std::vector<std::size_t> rows, PowerSgdOptions options)
-    : numels_(std::move(numels)), options_(options) {
+PowerSgdCompressor::PowerSgdCompressor(const std::vector<std::size_t>& numels,
+                                       const std::vector<std::size_t>& rows,
+                                       PowerSgdOptions options)
+    : options_(options) {
   if (options_.rank == 0) throw std::invalid_argument("powersgd: the rank must be at least 1");
-  if (rows.size() != numels_.size()) {
+  if (rows.size() != numels.size()) {
     throw std::invalid_argument("powersgd: " + std::to_string(rows.size()) + " row counts for " +
-                                std::to_string(numels_.size()) + " parameters");
+                                std::to_string(numels.size()) + " parameters");
   }
-  shapes_.resize(numels_.size());
-  std::vector<bool> low_rank(numels_.size());
-  std::vector<std::size_t> q_numels(numels_.size());
-  for (std::size_t p = 0; p < numels_.size(); ++p) {
+  shapes_.resize(numels.size());
+  std::vector<bool> low_rank(numels.size());
+  std::vector<std::size_t> q_numels(numels.size());
+  for (std::size_t p = 0; p < numels.size(); ++p) {
     if (rows[p] == 0) continue;
-    if (numels_[p] % rows[p] != 0) {
+    if (numels[p] % rows[p] != 0) {
       throw std::invalid_argument("powersgd: parameter " + std::to_string(p) + " has " +
-                                  std::to_string(numels_[p]) + " elements, not a multiple of its " +
+                                  std::to_string(numels[p]) + " elements, not a multiple of its " +
                                   std::to_string(rows[p]) + " rows");
     }
     LowRankShape s;
     s.rows = rows[p];
-    s.cols = numels_[p] / rows[p];
+    s.cols = numels[p] / rows[p];
     s.rank = std::min({options_.rank, s.rows, s.cols});
     const bool smaller = s.rank * (s.rows + s.cols) < s.rows * s.cols;
     if (options_.only_when_smaller && !smaller) continue;
@@ -52,10 +53,10 @@ PowerSgdCompressor::PowerSgdCompressor(std::vector<std::size_t> numels,
     low_rank[p] = true;
     q_numels[p] = s.cols * s.rank;
   }
-  error_ = StateArrays(numels_, low_rank);
+  error_ = StateArrays(numels, low_rank);
   q_ = StateArrays(q_numels, low_rank);
-  std::vector<std::vector<float>> first_q(numels_.size());
-  for (std::size_t p = 0; p < numels_.size(); ++p) {
+  std::vector<std::vector<float>> first_q(numels.size());
+  for (std::size_t p = 0; p < numels.size(); ++p) {
     first_q[p].resize(q_numels[p]);
     for (std::size_t i = 0; i < q_numels[p]; ++i) first_q[p][i] = seeded_value(p, i);
   }

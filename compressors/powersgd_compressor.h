@@ -44,7 +44,7 @@ class PowerSgdCompressor final : public Compressor {
   // numels and rows: every parameter's element count and rows (0: not a matrix), in registration
   // order. Throws std::invalid_argument when rows do not divide a numel, the lists differ in
   // length, or the rank is 0.
-  PowerSgdCompressor(std::vector<std::size_t> numels, std::vector<std::size_t> rows,
+  PowerSgdCompressor(const std::vector<std::size_t>& numels, const std::vector<std::size_t>& rows,
                      PowerSgdOptions options);
 
   Kind kind() const override { return Kind::kPowerSgd; }
@@ -58,16 +58,13 @@ class PowerSgdCompressor final : public Compressor {
   void save_state(std::ostream& out) const override;
   void load_state(std::istream& in) override;
 
-  // Parameter p's shape as a matrix with its rank, or rank 0 when it always goes whole.
-  LowRankShape shape(std::size_t p) const { return shapes_[p]; }
   // This rank's residual of parameter p (empty when it always goes whole); a host copy.
   std::vector<float> residual(std::size_t p) const { return error_.to_host(p); }
 
  private:
   void move_state_to(const kernels::Stream& stream) override;
 
-  std::vector<std::size_t> numels_;
-  std::vector<LowRankShape> shapes_;
+  std::vector<LowRankShape> shapes_;  // per parameter; rank 0: always whole
   PowerSgdOptions options_;
   StateArrays error_;  // M between encode() and project(); afterwards what P Q_i^T left out
   StateArrays q_;      // the warm start, [cols, rank] per low-rank parameter

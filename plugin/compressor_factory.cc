@@ -76,8 +76,7 @@ std::unique_ptr<compressors::Compressor> make_compressor(const CompressorSetting
             "weights, or use " +
             config::keys::kCompressor + "=dgc or topk, which need no shapes");
       }
-      return std::make_unique<compressors::PowerSgdCompressor>(std::move(numels), std::move(rows),
-                                                               settings.powersgd);
+      return std::make_unique<compressors::PowerSgdCompressor>(numels, rows, settings.powersgd);
     case Kind::kTopk:
       return std::make_unique<compressors::TopkCompressor>(std::move(numels), settings.sparsify);
     case Kind::kDgc: {

@@ -64,6 +64,9 @@ def parse_args(argv, names):
                    help="an OpenMPI MCA parameter for every launch, replacing the harness's "
                    "value of the same name (docs/LOWBAND.md lists them); repeatable; Open MPI "
                    "builds only")
+    p.add_argument("--env", action="append", default=[], metavar="GRADWIRE_NAME=VALUE",
+                   help="a gradwire setting for every run, over the strategy's own (a timeline, "
+                   "a fusion threshold); repeatable; recorded in each run's env")
     p.add_argument("--probe-only", action="store_true",
                    help="shape each rate and time the probe allreduce; no training")
     p.add_argument("--no-shaping", action="store_true",
@@ -112,6 +115,14 @@ def parse_args(argv, names):
                           "btl_tcp_flags")
         else:
             a.mca_overrides[name] = value
+    a.extra_env = {}
+    for item in a.env:
+        name, eq, value = item.partition("=")
+        if not eq or not re.fullmatch(r"GRADWIRE_[A-Z0-9_]+", name):
+            errors.append(f"--env '{item}': accepted GRADWIRE_NAME=VALUE, e.g. "
+                          "GRADWIRE_TIMELINE=/tmp/trace.json")
+        else:
+            a.extra_env[name] = value
     if errors:
         p.error("; ".join(errors))
     a.report = os.path.abspath(a.report)
@@ -284,6 +295,7 @@ def main(argv):
                     f"{p['mpi_allreduce_seconds']:.4f} s")
             for strategy in [] if args.probe_only else args.strategy_list:
                 env = strategies.environment(table[strategy], args.steps_per_epoch)
+                env.update(args.extra_env)
                 report["runs"].append(train(args, launcher, strategy, env, rate, rundir, outdir))
             if cluster:
                 report["links"][str(rate)]["qdisc_stats_after"] = cluster.qdisc_stats()

@@ -101,9 +101,10 @@ def run_entry(strategy, rate, env, r, trainer_report, log_path, args):
     traffic = r["traffic"]
     comp = r.get("compression", {})
     grad_step = r["gradient_bytes_per_step"]
+    # Every compressor's report counts its bytes from its warm-up's end (step 0 for those without
+    # one); a run that never got there (no gradient exchange after it) falls back to the whole run.
     after = comp.get("gradient_bytes_per_step_after_warmup") or 0.0
-    if comp.get("compressor") not in ("topk", "dgc", "powersgd") or not comp.get(
-            "steps_after_warmup"):
+    if not comp.get("steps_after_warmup"):
         after = grad_step
     return {
         "strategy": strategy,

@@ -43,6 +43,7 @@ options)
   expect_refusal "--target-accuracy 1.5: accepted \(0, 1\]" --target-accuracy 1.5
   expect_refusal "gradwire_train not found in /nonexistent" --bin /nonexistent
   expect_refusal "--rerender /nonexistent.json: cannot read the report" --rerender /nonexistent.json
+  expect_refusal "--env 'OMP_NUM_THREADS=2': accepted GRADWIRE_NAME=VALUE" --env OMP_NUM_THREADS=2
   echo "ok: bad options refused"
   ;;
 unshaped)
@@ -57,6 +58,14 @@ unshaped)
     --min /runs/0/gradient_bytes_vs_dense_after_warmup=1 \
     --max /runs/0/gradient_bytes_vs_dense_after_warmup=1 || fail "report figures"
   [ -z "$(leftovers)" ] || fail "namespaces made by an unshaped run: $(leftovers)"
+  # --env reaches the runs (here a timeline, which tools/timeline_summary.py reads), and the
+  # report records it.
+  "${harness[@]}" --no-shaping --hosts 2 --strategies dense --epochs 1 --train-subset 640 \
+    --test-subset 100 --report "$work/t.json" --env "GRADWIRE_TIMELINE=$work/trace.json" \
+    > "$work/t.log" 2>&1 || { cat "$work/t.log"; fail "the run with --env failed"; }
+  grep -q '"GRADWIRE_TIMELINE"' "$work/t.json" || fail "the report does not record --env"
+  python3 "$src/tools/timeline_summary.py" "$work/trace.rank1.json" | grep -q "bucket 0 exchange" \
+    || fail "no timeline from --env GRADWIRE_TIMELINE, or tools/timeline_summary.py cannot read it"
   echo "ok: unshaped run labelled in every output"
   ;;
 lifecycle)

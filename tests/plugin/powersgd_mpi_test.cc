@@ -40,6 +40,16 @@ std::vector<float> gradient(int rank, int step, std::size_t n) {
 
 using testing::sum_over_ranks;
 
+// Writes this rank's gradient of `step` into the bucket (over `storage`) and runs its exchange.
+const compressors::ExchangePlan& run_step(Communicator& comm, PowerSgdCompressor& c,
+                                          BucketExchange& exchange, const BucketView& b,
+                                          std::vector<float>& storage, int step) {
+  const std::vector<float> g = gradient(comm.rank(), step, b.numel);
+  std::copy(g.begin(), g.end(), storage.begin());  // the bucket keeps pointing at storage
+  c.begin_step(step);
+  return exchange.run(comm, c, b);
+}
+
 std::vector<float> all_residuals(const PowerSgdCompressor& c) {
   std::vector<float> out;
   for (std::size_t p = 0; p < kNumels.size(); ++p) {
@@ -99,11 +109,9 @@ TEST(PowerSgd, RankAtLeastTheSmallerSideEqualsTheDenseSum) {
     const BucketView d = compressors::testing::make_bucket(dense_storage, kNumels);
     BucketExchange exchange, dense_exchange;
     for (int step = 0; step < 2; ++step) {
+      const compressors::ExchangePlan& plan = run_step(comm, c, exchange, b, storage, step);
       const std::vector<float> g = gradient(comm.rank(), step, b.numel);
-      std::copy(g.begin(), g.end(), storage.begin());
       std::copy(g.begin(), g.end(), dense_storage.begin());
-      c.begin_step(step);
-      const compressors::ExchangePlan& plan = exchange.run(comm, c, b);
       ASSERT_EQ(plan.low_rank.size(), 4u);  // every tensor with rows
       dense_exchange.run(comm, none, d);
       for (std::size_t j = 0; j < plan.low_rank.size(); ++j) {
@@ -138,12 +146,9 @@ TEST(PowerSgd, ErrorFeedbackLosesNothingAndEveryRankAppliesTheSame) {
   BucketExchange exchange;
   std::vector<double> accumulated(b.numel, 0.0), applied(b.numel, 0.0);
   for (int step = 0; step < 6; ++step) {
-    const std::vector<float> g = gradient(comm.rank(), step, b.numel);
-    std::copy(g.begin(), g.end(), storage.begin());
-    const std::vector<double> gsum = sum_over_ranks(comm, g);
+    const std::vector<double> gsum = sum_over_ranks(comm, gradient(comm.rank(), step, b.numel));
     for (std::size_t i = 0; i < b.numel; ++i) accumulated[i] += gsum[i];
-    c.begin_step(step);
-    const compressors::ExchangePlan& plan = exchange.run(comm, c, b);
+    const compressors::ExchangePlan& plan = run_step(comm, c, exchange, b, storage, step);
     EXPECT_EQ(plan.low_rank.size(), step >= 1 ? 2u : 0u);
     for (std::size_t i = 0; i < b.numel; ++i) applied[i] += storage[i];
     const std::vector<double> total = sum_over_ranks(comm, storage);
@@ -174,11 +179,8 @@ TEST(PowerSgd, SendsTheFactorsInTwoAllreduces) {
   BucketExchange exchange;
   const int r = comm.rank(), n = comm.size();
   for (int step = 0; step < 2; ++step) {
-    const std::vector<float> g = gradient(r, step, b.numel);
-    std::copy(g.begin(), g.end(), storage.begin());
     const std::uint64_t before = comm.counters()[TrafficKind::kGradient].sent_bytes;
-    c.begin_step(step);
-    const compressors::ExchangePlan& plan = exchange.run(comm, c, b);
+    const compressors::ExchangePlan& plan = run_step(comm, c, exchange, b, storage, step);
     const std::uint64_t sent = comm.counters()[TrafficKind::kGradient].sent_bytes - before;
     if (step == 0) {
       EXPECT_EQ(sent, CountingCommunicator::allreduce_bytes(b.numel, 4, r, n));
@@ -203,24 +205,14 @@ TEST(PowerSgd, SaveThenLoadContinuesBitIdentically) {
   const BucketView a_view = compressors::testing::make_bucket(a_storage, kNumels);
   const BucketView b_view = compressors::testing::make_bucket(b_storage, kNumels);
   BucketExchange a_exchange, b_exchange;
-  for (int step = 0; step < 3; ++step) {
-    const std::vector<float> g = gradient(comm.rank(), step, a_view.numel);
-    std::copy(g.begin(), g.end(), a_storage.begin());
-    a.begin_step(step);
-    a_exchange.run(comm, a, a_view);
-  }
+  for (int step = 0; step < 3; ++step) run_step(comm, a, a_exchange, a_view, a_storage, step);
   std::stringstream saved;
   a.save_state(saved);
   PowerSgdCompressor b(kNumels, kRows, o);
   b.load_state(saved);
   for (int step = 3; step < 5; ++step) {
-    const std::vector<float> g = gradient(comm.rank(), step, a_view.numel);
-    std::copy(g.begin(), g.end(), a_storage.begin());
-    std::copy(g.begin(), g.end(), b_storage.begin());
-    a.begin_step(step);
-    b.begin_step(step);
-    a_exchange.run(comm, a, a_view);
-    b_exchange.run(comm, b, b_view);
+    run_step(comm, a, a_exchange, a_view, a_storage, step);
+    run_step(comm, b, b_exchange, b_view, b_storage, step);
     ASSERT_EQ(0, std::memcmp(a_storage.data(), b_storage.data(), a_storage.size() * 4))
         << "step " << step;
   }
