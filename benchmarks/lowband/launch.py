@@ -5,6 +5,7 @@ job at a time, killable."""
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 
@@ -65,6 +66,13 @@ class Launcher:
         env.setdefault("OPENBLAS_NUM_THREADS", "1")
         env["GWLB_PREFIX"] = PREFIX
         env["GWLB_SUBNET"] = SUBNET
+        if self.cluster:
+            # Each virtual host's daemon keeps its session files in a folder of its own: the
+            # hosts share this machine's hostname and /tmp, and Open MPI's daemons, each taking
+            # itself for the only one on "its" node, would otherwise race on one session folder
+            # (mkdir "File exists") and on one hwloc topology file (a segfault in
+            # hwloc_shmem_topology_write), failing a launch now and then (docs/LOWBAND.md).
+            env["GWLB_TMPDIR"] = os.path.join(self.workdir, "hosts")
         if self.mpi["flavor"] == "mpich":
             env.update(self.mpich_env())
         return env
@@ -109,6 +117,10 @@ class Launcher:
             # Allreduce by ring: OpenMPI 4.1's fixed decision picks slower algorithms for these
             # sizes on a shaped link at 4 hosts (docs/LOWBAND.md).
             "coll_tuned_use_dynamic_rules": "1", "coll_tuned_allreduce_algorithm": "4",
+            # Every ring step's message goes whole, without the rendezvous round trip whose reply
+            # queues behind the replying host's own data on its shaped link: up to 4 MiB, a
+            # quarter of a 16 MiB bucket (docs/LOWBAND.md).
+            "btl_tcp_eager_limit": "4194304", "btl_tcp_rndv_eager_limit": "4194304",
             # The virtual hosts share this machine's cores, but each daemon sees one slot of its
             # own and lets its rank spin while it waits, taking the core from a rank that
             # computes. Yielding when idle gives the core back.
@@ -156,6 +168,8 @@ class Launcher:
                 rc = None
             # An interruption leaves self.child set, for kill().
             self.child = None
+        if self.cluster:  # the hosts' session folders (GWLB_TMPDIR), whatever their daemons left
+            shutil.rmtree(os.path.join(self.workdir, "hosts"), ignore_errors=True)
         return rc
 
     def kill(self):

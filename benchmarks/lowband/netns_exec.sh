@@ -31,4 +31,11 @@ if ! ip netns list | awk '{print $1}' | grep -qx "$ns"; then
   echo "netns_exec.sh: namespace '$ns' for host '$host' does not exist" >&2
   exit 2
 fi
+# With GWLB_TMPDIR set, the host's programs keep their temporary files in GWLB_TMPDIR/<namespace>:
+# the virtual hosts share this machine's hostname and /tmp, where Open MPI's daemons would race
+# on one session folder.
+if [ -n "${GWLB_TMPDIR:-}" ]; then
+  mkdir -p "$GWLB_TMPDIR/$ns"
+  export TMPDIR="$GWLB_TMPDIR/$ns"
+fi
 exec ip netns exec "$ns" /bin/sh -c "$*"
