@@ -68,8 +68,9 @@ class Cluster:
     """N hosts <prefix>-h0.. and a switch <prefix>-sw with bridge br0; host i is 10.231.0.(i+1)
     on its eth0, whose peer p<i> sits on the bridge. Only these namespaces' links are shaped."""
 
-    def __init__(self, hosts):
+    def __init__(self, hosts, congestion_control=""):
         self.hosts = hosts
+        self.congestion_control = congestion_control  # "": the machine's
         self.created = []
 
     @staticmethod
@@ -101,6 +102,19 @@ class Cluster:
             sh(["ip", "-n", ns, "addr", "add", f"{self.address(i)}/24", "dev", "eth0"])
             sh(["ip", "-n", ns, "link", "set", "eth0", "up"])
             sh(["ip", "-n", ns, "link", "set", "lo", "up"])
+            if self.congestion_control:
+                # On the host's route to the cluster (per route, Linux 4.0 and later): connections
+                # over it use this congestion control whatever the machine's default, which stays
+                # untouched.
+                p = sh(["ip", "-n", ns, "route", "replace", f"{SUBNET}.0/24", "dev", "eth0",
+                        "proto", "kernel", "scope", "link", "src", self.address(i),
+                        "congctl", self.congestion_control], check=False)
+                if p.returncode != 0:
+                    allowed = sh(["cat", "/proc/sys/net/ipv4/tcp_available_congestion_control"],
+                                 check=False).stdout.strip()
+                    raise HarnessError(
+                        f"--congestion-control {self.congestion_control}: the kernel refused it "
+                        f"({p.stderr.strip()}); available here: {allowed or 'unknown'}")
         self.wait_reachable()
 
     def wait_reachable(self, seconds=20):
@@ -155,7 +169,10 @@ class Cluster:
         return stats
 
     def tcp_congestion_control(self):
-        """The congestion control TCP uses inside the hosts (they inherit the machine's)."""
+        """The congestion control TCP uses between the hosts: --congestion-control's, on their
+        routes, or else the machine's, which they inherit."""
+        if self.congestion_control:
+            return self.congestion_control
         return sh(["ip", "netns", "exec", self.host_ns(0), "cat",
                    "/proc/sys/net/ipv4/tcp_congestion_control"]).stdout.strip()
 

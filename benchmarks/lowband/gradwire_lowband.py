@@ -67,6 +67,9 @@ def parse_args(argv, names):
     p.add_argument("--env", action="append", default=[], metavar="GRADWIRE_NAME=VALUE",
                    help="a gradwire setting for every run, over the strategy's own (a timeline, "
                    "a fusion threshold); repeatable; recorded in each run's env")
+    p.add_argument("--congestion-control", default="cubic", metavar="NAME",
+                   help="TCP congestion control between the virtual hosts, set on their routes "
+                   "(default cubic, Linux's default; bbr, reno, ...; empty: the machine's)")
     p.add_argument("--probe-only", action="store_true",
                    help="shape each rate and time the probe allreduce; no training")
     p.add_argument("--no-shaping", action="store_true",
@@ -261,7 +264,7 @@ def main(argv):
     outdir = os.path.dirname(args.report)
     rundir = os.path.join(outdir, os.path.splitext(os.path.basename(args.report))[0] + "_runs")
     os.makedirs(rundir, exist_ok=True)
-    cluster = None if args.no_shaping else Cluster(args.hosts)
+    cluster = None if args.no_shaping else Cluster(args.hosts, args.congestion_control)
     if args.no_shaping:
         log("--no-shaping: UNSHAPED loopback TCP on this machine; --rates is not used")
     launcher = None

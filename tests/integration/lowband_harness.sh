@@ -116,6 +116,11 @@ smoke)
     --min /runs/0/gradient_bytes_per_step=1 --min /runs/0/samples_per_second=1 \
     --min /runs/0/history/0/exchange_bytes=1 || fail "report figures"
   grep -q '"strategy": "dgc"' "$work/report.json" || fail "no dgc run in the report"
+  grep -q '"btl_tcp_eager_limit": "4194304"' "$work/report.json" ||
+    fail "the report's mpi_mca lacks the harness's eager limit"
+  [ ! -e "$work/report_runs/hosts" ] || fail "the hosts' session folders were left behind"
+  grep -q '"tcp_congestion_control": "cubic"' "$work/report.json" ||
+    fail "the report does not say the hosts' TCP ran cubic (the harness's default)"
   grep -q '"speedup_vs_dense": null' "$work/report.json" || fail "speedup_vs_dense without dense"
   grep -q "^| dgc | " "$work/report.md" || fail "no dgc row in the Markdown report"
   if command -v gnuplot > /dev/null; then
