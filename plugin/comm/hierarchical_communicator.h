@@ -1,0 +1,79 @@
+// A Communicator over two levels, nodes and the ranks of each node: its allreduce reduces inside
+// each node first, so that the network between nodes carries one node's share instead of every
+// rank's (Note [Hierarchical allreduce] in hierarchical_communicator.cc). The node groups come from
+// find_node_groups (plugin/comm/mpi/node_groups.h).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "plugin/comm/communicator.h"
+
+namespace gw {
+
+class HierarchicalCommunicator final : public Communicator {
+ public:
+  // flat: every rank, in world order, for the collectives that have no two-level form (allgatherv,
+  // alltoallv, broadcast, barrier). local: the ranks of this rank's node, in world order. cross:
+  // the ranks with this rank's local rank, one per node, in node order. Every node has the same
+  // number of ranks: flat.size() == local.size() x cross.size() (else invalid_argument).
+  HierarchicalCommunicator(std::unique_ptr<Communicator> flat, std::unique_ptr<Communicator> local,
+                           std::unique_ptr<Communicator> cross);
+
+  int rank() const override { return flat_->rank(); }
+  int size() const override { return flat_->size(); }
+
+  // Host buffers only (a CUDA device buffer throws CommError before anything is sent). The
+  // result has the same bits on every rank. The async form runs the three stages before it
+  // returns and hands back a completed Work: overlap comes from the engine thread that calls it.
+  WorkHandle allreduce_async(void* buffer, std::size_t count, DataType type, ReduceOp op,
+                             TrafficKind kind) override;
+  void allreduce(void* buffer, std::size_t count, DataType type, ReduceOp op,
+                 TrafficKind kind) override;
+
+  WorkHandle allgatherv_async(const void* send, std::size_t send_count, void* recv,
+                              std::vector<std::size_t> recv_counts, DataType type,
+                              TrafficKind kind) override {
+    return flat_->allgatherv_async(send, send_count, recv, std::move(recv_counts), type, kind);
+  }
+  WorkHandle alltoallv_async(const void* send, std::vector<std::size_t> send_counts, void* recv,
+                             std::vector<std::size_t> recv_counts, DataType type,
+                             TrafficKind kind) override {
+    return flat_->alltoallv_async(send, std::move(send_counts), recv, std::move(recv_counts), type,
+                                  kind);
+  }
+  WorkHandle broadcast_async(void* buffer, std::size_t count, DataType type, int root,
+                             TrafficKind kind) override {
+    return flat_->broadcast_async(buffer, count, type, root, kind);
+  }
+  void barrier() override { flat_->barrier(); }
+  void allgatherv(const void* send, std::size_t send_count, void* recv,
+                  std::vector<std::size_t> recv_counts, DataType type, TrafficKind kind) override {
+    flat_->allgatherv(send, send_count, recv, std::move(recv_counts), type, kind);
+  }
+  void alltoallv(const void* send, std::vector<std::size_t> send_counts, void* recv,
+                 std::vector<std::size_t> recv_counts, DataType type, TrafficKind kind) override {
+    flat_->alltoallv(send, std::move(send_counts), recv, std::move(recv_counts), type, kind);
+  }
+  void broadcast(void* buffer, std::size_t count, DataType type, int root,
+                 TrafficKind kind) override {
+    flat_->broadcast(buffer, count, type, root, kind);
+  }
+
+  Communicator& flat() { return *flat_; }
+  Communicator& local() { return *local_; }
+  Communicator& cross() { return *cross_; }
+
+  // The shard of an allreduce of `count` elements that local rank `local_rank` of `local_size`
+  // reduces across the nodes: count / local_size elements, one more for the first count %
+  // local_size local ranks, back to back in local-rank order.
+  static std::size_t shard_count(std::size_t count, int local_size, int local_rank);
+  static std::size_t shard_offset(std::size_t count, int local_size, int local_rank);
+
+ private:
+  std::unique_ptr<Communicator> flat_, local_, cross_;
+  std::vector<unsigned char> shard_;  // this rank's reduced shard, sent by the node-local allgather
+};
+
+}  // namespace gw
