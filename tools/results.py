@@ -499,15 +499,23 @@ def render_lowband_report(r, ext, rel, png, level):
             speed = f"{dense_ttt / ttt:.1f}x" if ttt and dense_ttt else "-"
             g = x["gradient_bytes_per_step_after_warmup"]
             dense_g = dense["gradient_bytes_per_step_after_warmup"] if dense else None
+            step_s = x["train_seconds"] / x["steps"] if x["steps"] else None
+            # The time the link needs for the step's gradient bytes: what this rank sends, at
+            # the rate (for a ring allreduce, 2(n-1)/n x the gradient's bytes / rate).
+            link_s = x["gradient_bytes_per_step"] * 8 / (rate * 1e6) if rate else None
             rows.append([x["strategy"], acc(x["final_test_accuracy"]),
                          "never" if ttt is None else f"{ttt:.1f}", speed, nbytes(g),
                          ratio(dense_g / g) if g and dense_g else "-",
                          nbytes(x["gradient_bytes_per_step"]),
                          nbytes(x["exchange_bytes_per_step"]),
-                         f"{x['samples_per_second']:,.0f}", f"{x['epochs_done']:.2f}"])
+                         f"{x['samples_per_second']:,.0f}",
+                         f"{step_s:.3f}" if step_s else "-",
+                         f"{step_s / link_s:.2f}x" if step_s and link_s else "-",
+                         f"{x['epochs_done']:.2f}"])
         out += table(["strategy", "final acc", "time to target (s)", "speedup vs dense",
                       "grad B/step after warm-up", "dense grad B / this", "grad B/step (run)",
-                      "exchange B/step", "samples/s", "epochs"], rows)
+                      "exchange B/step", "samples/s", "s/step", "step / link time",
+                      "epochs"], rows)
         reached = [x for x in runs if x["time_to_target_seconds"]]
         best = min(reached, key=lambda x: x["time_to_target_seconds"]) if reached else None
         if dense_ttt and best and best["strategy"] != base:
@@ -522,6 +530,11 @@ def render_lowband_report(r, ext, rel, png, level):
                         "time_budget") else "") + ": "
                     + ", ".join(f"`{n}`" for n in never) + "."]
         out.append("")
+    if any(rates):
+        out += ["Step / link time: the mean training step against the time the link needs for "
+                "the step's gradient bytes, grad B/step (run) x 8 / the rate; for a ring "
+                "allreduce that is 2(n-1)/n x the gradient's bytes / the rate. tbf counts whole "
+                "frames, so TCP over these links cannot come below 1514/1448 = 1.046x of it.", ""]
     if png:
         out += [f"![accuracy against bytes sent and against training time, per rate]({png})", ""]
     made = (f"committed in {ext['committed_in'][:10]}" if "committed_in" in ext
