@@ -118,8 +118,9 @@ class Launcher:
             # sizes on a shaped link at 4 hosts (docs/LOWBAND.md).
             "coll_tuned_use_dynamic_rules": "1", "coll_tuned_allreduce_algorithm": "4",
             # Every ring step's message goes whole, without the rendezvous round trip whose reply
-            # queues behind the replying host's own data on its shaped link: up to 4 MiB, a
-            # quarter of a 16 MiB bucket (docs/LOWBAND.md).
+            # queues behind the replying host's own data on its shaped link. 4 MiB holds a whole
+            # default bucket (GRADWIRE_FUSION_THRESHOLD_MB=4), so a ring step's share of one at
+            # any host count (docs/LOWBAND.md).
             "btl_tcp_eager_limit": "4194304", "btl_tcp_rndv_eager_limit": "4194304",
             # The virtual hosts share this machine's cores, but each daemon sees one slot of its
             # own and lets its rank spin while it waits, taking the core from a rank that

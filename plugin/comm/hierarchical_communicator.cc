@@ -61,7 +61,7 @@ void HierarchicalCommunicator::allreduce(void* buffer, std::size_t count, DataTy
   if (count > 0 && kernels::device_of(buffer) == Device::kCuda) {
     throw CommError("hierarchical allreduce on rank " + std::to_string(rank()) +
                     ": the buffer is in CUDA device memory, and the two-level exchange carries "
-                    "host buffers only; set GRADWIRE_HIERARCHICAL=0 for device buffers");
+                    "host buffers only; exchange device buffers over the flat communicator");
   }
   // Note [Hierarchical allreduce]
   local_->allreduce(buffer, count, type, op, kind);

@@ -34,11 +34,6 @@ std::vector<int> local_sizes(int n) {
   return out;
 }
 
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
 int world_size() {
   int n = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &n);
@@ -118,7 +113,7 @@ TEST(NodeGroups, FromMpiMatchTheHostNames) {
 
 TEST(NodeGroups, LocalSizeMakesBlocksOfConsecutiveRanks) {
   const int n = world_size();
-  const int r = world_rank();
+  const int r = MpiRuntime::world_rank();
   for (int l : local_sizes(n)) {
     const NodeGroups g = find_node_groups(MPI_COMM_WORLD, l);
     EXPECT_EQ(g.nodes, n / l);
@@ -147,7 +142,7 @@ TEST(NodeGroups, LocalSizeThatDoesNotDivideTheWorldIsRefusedOnEveryRank) {
 
 // Integer-valued floats sum exactly in any order, so the two-level sum has the flat sum's bits.
 TEST(HierarchicalAllreduce, ExactSumsEqualTheFlatAllreduceBitForBit) {
-  const int r = world_rank();
+  const int r = MpiRuntime::world_rank();
   for_every_grouping([&](int l, Communicator& h, Communicator& flat, std::size_t count) {
     std::vector<float> a(count), b(count);
     std::vector<std::int32_t> ia(count), ib(count);
@@ -176,7 +171,7 @@ TEST(HierarchicalAllreduce, ExactSumsEqualTheFlatAllreduceBitForBit) {
 
 // Sums that round: within rounding of the flat sum, and the same bits on every rank.
 TEST(HierarchicalAllreduce, RoundedSumsAgreeWithFlatAndAreTheSameOnEveryRank) {
-  const int r = world_rank();
+  const int r = MpiRuntime::world_rank();
   for_every_grouping([&](int l, Communicator& h, Communicator& flat, std::size_t count) {
     std::mt19937 rng(static_cast<unsigned>(1000 * r + count));
     std::uniform_real_distribution<float> u(0.1f, 1.0f);  // positive: no cancellation
