@@ -11,8 +11,9 @@
 //           number back to the host, the shape of the host mode's read pass: the memory floor.
 // Each call is timed with two Events on the stream around it (each path waits for its own result,
 // so the span is the whole call). Untimed, after each encode: precision, the fraction of the
-// indices DGC sent that are in the exact top-k (by exact_topk_by_sort, on the device) of the
-// accumulator it selected from (the accumulator after the encode, with the sent values put back).
+// indices DGC sent (its message decoded as a receiver decodes it) that are in the exact top-k (by
+// exact_topk_by_sort, on the device) of the accumulator it selected from (the accumulator after the
+// encode, with the sent values put back).
 #include "benchmarks/bench_compress_device.h"
 
 #include <algorithm>
@@ -124,15 +125,24 @@ int run(const CompressSettings& s) {
   double precision_min = 1.0;
   std::size_t selected_min = k, selected_max = 0;
   std::vector<std::uint32_t> sent, exact(k);
+  compressors::BucketView host_bucket = bucket;  // the same layout; the data is not read
+  host_bucket.data = nullptr;
+  compressors::SparseSegments segments;
   // Untimed: the precision of the last encode against the exact top-k of what it selected from.
   const auto after_encode = [&](int) {
-    const std::vector<std::uint32_t> words = message.words();  // count, then (index, value) pairs
-    const std::size_t count = words.empty() ? 0 : words[0];
+    // The message is read as a receiver reads it, on either wire (Note [Sparse message format]):
+    // validated and, on the compact wire, decoded to (index, value) pairs, on the host.
+    const std::vector<std::uint32_t> words = message.words();
+    compressors::validate_sparse_messages(host_bucket, plan, words.data(), {words.size()},
+                                          segments);
+    const std::uint32_t* pairs =
+        (segments.in_decoded ? segments.decoded.data() : words.data()) + segments.offset[0];
+    const std::size_t count = segments.count[0];
     std::vector<float> acc = dgc.accumulator(0);  // zero where sent
     sent.resize(count);
     for (std::size_t j = 0; j < count; ++j) {
-      sent[j] = words[1 + 2 * j];
-      std::memcpy(&acc[sent[j]], &words[2 + 2 * j], sizeof(float));
+      sent[j] = pairs[2 * j];
+      std::memcpy(&acc[sent[j]], &pairs[2 * j + 1], sizeof(float));
     }
     kernels::copy_bytes(reference.data(), acc.data(), numel * sizeof(float), stream);
     kernels::exact_topk_by_sort(reference.data(), numel, k, sort_indices.data(),
