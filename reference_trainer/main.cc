@@ -111,6 +111,7 @@ int run(const gw::trainer::TrainerOptions& options, const gw::config::Config& co
       config.get_string(gw::config::keys::kLogLevel) != "warn") {
     std::printf("gradwire configuration (%d ranks):\n%s", comm->size(), config.table().c_str());
     std::printf("backend: %s\n", backend.reason.c_str());
+    std::printf("exchange: %s\n", backend.hierarchy.reason.c_str());
     std::printf("MPI: %s; collectives wait by %s\n", mpi_info.library.c_str(),
                 mpi_info.wait_reason.c_str());
   }
@@ -118,6 +119,11 @@ int run(const gw::trainer::TrainerOptions& options, const gw::config::Config& co
       options, config, data, comm, resume ? &resume->checkpoint : nullptr, stream);
   if (comm->rank() == 0) {
     auto report = gw::trainer::make_report(options, config, result);
+    report["topology"] = {{"hierarchical", backend.hierarchy.enabled},
+                          {"nodes", backend.hierarchy.nodes},
+                          {"ranks_per_node", backend.hierarchy.local_size},
+                          {"nodes_from", backend.hierarchy.source},
+                          {"reason", backend.hierarchy.reason}};
     report["mpi"] = {{"library", mpi_info.library},
                      {"wait", mpi_info.wait},
                      {"wait_reason", mpi_info.wait_reason}};

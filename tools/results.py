@@ -77,7 +77,7 @@ def points(x):
 
 
 def nbytes(x):
-    return f"{x:,.0f}"
+    return "-" if x is None else f"{x:,.0f}"
 
 
 def ratio(x):
@@ -464,6 +464,29 @@ def render_benches(manifest):
 
 # ---- low-bandwidth runs -------------------------------------------------------------------------
 
+def render_hierarchy(runs):
+    """One rate's flat-against-two-level table (runs of the harness's --exchange), if any."""
+    runs = [x for x in runs if x.get("exchange") and "error" not in x]
+    if not runs:
+        return []
+    rows = []
+    for x in runs:
+        v = x.get("vs_flat") or {}
+        step_s = x["train_seconds"] / x["steps"] if x["steps"] else None
+        rows.append([x["strategy"], f"{step_s:.3f}" if step_s else "-",
+                     nbytes(x.get("inter_node_bytes_per_step")),
+                     nbytes(x.get("host_link_bytes_per_step_max")),
+                     f"{v['inter_node_bytes']:.3f}" if v.get("inter_node_bytes") else "-",
+                     f"{v['host_link_bytes']:.3f}" if v.get("host_link_bytes") else "-",
+                     f"{v['step_seconds']:.3f}" if v.get("step_seconds") else "-"])
+    return ["", "Flat against two levels (`--exchange flat,hier`): inter-node B/step per host from "
+            "gradwire's counters (the busiest host's ranks together), host link B/step from tc's "
+            "counters on each host's shaped egress (the busiest host; headers, evaluation and "
+            "start-up included), and the two-level run over the flat one.", ""] + table(
+        ["run", "s/step", "inter-node B/step per host", "host link B/step", "inter-node vs flat",
+         "host link vs flat", "step time vs flat"], rows)
+
+
 def render_lowband_report(r, ext, rel, png, level):
     """One harness report's section: its settings, then a table per rate."""
     st = r["settings"]
@@ -471,7 +494,8 @@ def render_lowband_report(r, ext, rel, png, level):
     h = "#" * level
     shaping = "shaped: " + r["shaping"] if r["shaped"] else "UNSHAPED: loopback TCP, no tbf"
     out = [f"`gradwire_lowband.py` ({shaping}): "
-           f"{st['hosts']} hosts x 1 rank, model {st['model']}, batch {st['batch_size']} per "
+           f"{st['hosts']} hosts x {st.get('ranks_per_host', 1)} rank(s), model {st['model']}, "
+           f"batch {st['batch_size']} per "
            f"rank, lr {st['lr']:g}, momentum {st['momentum']:g}, seed {st['seed']}, "
            f"{st['epochs']} epochs, target accuracy {st['target_accuracy']:g}, evaluation every "
            f"{st['eval_every']} steps. Time to target is training seconds (evaluation excluded) at "
@@ -516,6 +540,7 @@ def render_lowband_report(r, ext, rel, png, level):
                       "grad B/step after warm-up", "dense grad B / this", "grad B/step (run)",
                       "exchange B/step", "samples/s", "s/step", "step / link time",
                       "epochs"], rows)
+        out += render_hierarchy(runs)
         reached = [x for x in runs if x["time_to_target_seconds"]]
         best = min(reached, key=lambda x: x["time_to_target_seconds"]) if reached else None
         if dense_ttt and best and best["strategy"] != base:

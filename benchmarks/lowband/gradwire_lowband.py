@@ -31,11 +31,22 @@ from lowband.common import (EXIT_ERROR, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_SKIP
 from lowband.launch import Launcher, load_mpi  # noqa: E402
 
 
+# --exchange: the GRADWIRE_HIERARCHICAL value of each variant.
+EXCHANGES = {"flat": "0", "hier": "1"}
+
 def parse_args(argv, names):
     p = argparse.ArgumentParser(
         description="gradwire_train over a virtual cluster of shaped links (network namespaces, "
         "a bridge and tbf), every strategy x rate; JSON + Markdown report and a PNG plot.")
-    p.add_argument("--hosts", type=int, default=4, help="virtual hosts, one rank each (2-16)")
+    p.add_argument("--hosts", type=int, default=4, help="virtual hosts (2-16)")
+    p.add_argument("--ranks-per-host", type=int, default=1, metavar="R",
+                   help="ranks on each virtual host (1-8): consecutive ranks share a host, "
+                   "reach each other over its loopback and the other hosts over its shaped link; "
+                   "every run gets GRADWIRE_HIERARCHY_LOCAL_SIZE=R")
+    p.add_argument("--exchange", default="",
+                   help="comma list of flat, hier: run every strategy once per exchange, "
+                   "GRADWIRE_HIERARCHICAL=0 or 1, named strategy@flat, strategy@hier (default: "
+                   "once, as the strategy and GRADWIRE_HIERARCHICAL's default say)")
     p.add_argument("--rates", default="100,1000",
                    help="comma list of link rates in Mbit/s, each direction (1-100000)")
     p.add_argument("--strategies", default=",".join(names),
@@ -85,6 +96,13 @@ def parse_args(argv, names):
     errors = []
     if not 2 <= a.hosts <= 16:
         errors.append(f"--hosts {a.hosts}: accepted 2 to 16")
+    if not 1 <= a.ranks_per_host <= 8:
+        errors.append(f"--ranks-per-host {a.ranks_per_host}: accepted 1 to 8")
+    a.exchange_list = [x for x in a.exchange.split(",") if x] if a.exchange else []
+    if any(x not in EXCHANGES for x in a.exchange_list) or \
+            len(set(a.exchange_list)) != len(a.exchange_list):
+        errors.append(f"--exchange '{a.exchange}': accepted a comma list of "
+                      f"{', '.join(EXCHANGES)}, each once")
     try:
         a.rate_list = [int(x) for x in a.rates.split(",")]
         if any(not 1 <= r <= 100000 for r in a.rate_list) or len(set(a.rate_list)) != len(a.rate_list):
@@ -130,10 +148,11 @@ def parse_args(argv, names):
         p.error("; ".join(errors))
     a.report = os.path.abspath(a.report)
     train_size = a.train_subset or 60000
-    a.steps_per_epoch = train_size // (a.hosts * a.batch_size)
+    a.ranks = a.hosts * a.ranks_per_host
+    a.steps_per_epoch = train_size // (a.ranks * a.batch_size)
     if a.steps_per_epoch < 1:
         p.error(f"--train-subset {train_size} is smaller than one global batch "
-                f"({a.hosts} x {a.batch_size})")
+                f"({a.ranks} x {a.batch_size})")
     if a.eval_every == 0:
         a.eval_every = max(1, a.steps_per_epoch // 12)
     return a
@@ -152,18 +171,19 @@ def probe(args, launcher, rate_mbit, rundir):
     log_path = report.replace(".json", ".log")
     rc = launcher.run([os.path.join(args.bin, "gradwire_bench_allreduce"), "--min-bytes",
                        str(size), "--max-bytes", str(size), "--seconds-per-size", "3",
-                       "--report", report], {}, log_path, timeout=600)
+                       "--report", report], launcher.topology_env(flat=True), log_path,
+                      timeout=600)
     if rc != 0:
         raise HarnessError(f"the allreduce probe failed (exit {rc}); its log {log_path}:\n"
                            + tail(log_path))
     with open(report) as f:
         row = json.load(f)["rows"][0]
-    return rep.probe_entry(row, size, rate_mbit, args.hosts)
+    return rep.probe_entry(row, size, rate_mbit, args.ranks)
 
 
-def train(args, launcher, strategy, env, rate, rundir, outdir):
+def train(args, launcher, strategy, env, rate, rundir, outdir, cluster=None):
     """One strategy at one rate: its run's entry in the report, or its failed-run entry."""
-    tag = f"{rate if rate else 'loopback'}_{strategy.replace('+', '_')}"
+    tag = f"{rate if rate else 'loopback'}_{strategy.replace('+', '_').replace('@', '_')}"
     rpath = os.path.join(rundir, f"{tag}.json")
     lpath = os.path.join(rundir, f"{tag}.log")
     if os.path.exists(rpath):
@@ -181,7 +201,9 @@ def train(args, launcher, strategy, env, rate, rundir, outdir):
     log(f"{strategy} at {rate if rate else 'loopback'}"
         f"{' Mbit/s' if rate else ''}: running (log {lpath})")
     start = time.monotonic()
+    before = cluster.qdisc_stats() if cluster else None
     rc = launcher.run(program, env, lpath, timeout=args.time_budget * 2 + 600)
+    after = cluster.qdisc_stats() if cluster else None
     if rc != 0 or not os.path.exists(rpath):
         why = "timed out" if rc is None else f"exit {rc}"
         log(f"{strategy}: FAILED ({why}); log tail:\n{tail(lpath)}")
@@ -191,6 +213,8 @@ def train(args, launcher, strategy, env, rate, rundir, outdir):
     run = rep.run_entry(strategy, rate, env, trainer,
                         os.path.relpath(rpath, os.path.dirname(args.report)),
                         os.path.relpath(lpath, outdir), args)
+    if cluster:
+        run.update(rep.host_link_bytes(before, after, args.hosts, run["steps"]))
     log(f"{strategy}: acc {run['final_test_accuracy']:.4f}, target "
         f"{rep.fmt(run['time_to_target_seconds'], '.1f', 'never')} s, "
         f"{run['gradient_bytes_per_step']:,.0f} grad B/step, "
@@ -297,9 +321,17 @@ def main(argv):
                 log(f"probe (unshaped): {p['bytes'] / 1e6:.2f} MB allreduce "
                     f"{p['mpi_allreduce_seconds']:.4f} s")
             for strategy in [] if args.probe_only else args.strategy_list:
-                env = strategies.environment(table[strategy], args.steps_per_epoch)
-                env.update(args.extra_env)
-                report["runs"].append(train(args, launcher, strategy, env, rate, rundir, outdir))
+                for exchange in args.exchange_list or [None]:
+                    env = strategies.environment(table[strategy], args.steps_per_epoch)
+                    env.update(launcher.topology_env())
+                    name = strategy
+                    if exchange:
+                        env["GRADWIRE_HIERARCHICAL"] = EXCHANGES[exchange]
+                        name = f"{strategy}@{exchange}"
+                    env.update(args.extra_env)
+                    run = train(args, launcher, name, env, rate, rundir, outdir, cluster)
+                    run["exchange"] = exchange
+                    report["runs"].append(run)
             if cluster:
                 report["links"][str(rate)]["qdisc_stats_after"] = cluster.qdisc_stats()
     except Interrupted as e:

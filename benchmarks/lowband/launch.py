@@ -56,7 +56,8 @@ class Launcher:
             self.hostfile = os.path.join(workdir, "hostfile")
             with open(self.hostfile, "w") as f:
                 for i in range(args.hosts):
-                    slots = " slots=1" if mpi["flavor"] == "openmpi" else ":1"
+                    r = args.ranks_per_host
+                    slots = f" slots={r}" if mpi["flavor"] == "openmpi" else f":{r}"
                     f.write(f"{Cluster.address(i)}{slots}\n")
 
     def base_env(self):
@@ -130,19 +131,41 @@ class Launcher:
         params.update(self.args.mca_overrides)
         return params
 
+    def topology_env(self, flat=False):
+        """The settings that say which ranks share a virtual host: consecutive blocks of
+        --ranks-per-host (MPI sees the hosts' shared machine, not the namespaces); with flat,
+        also the flat exchange (the probe's)."""
+        env = {"GRADWIRE_HIERARCHY_LOCAL_SIZE": str(self.args.ranks_per_host)}
+        if flat:
+            env["GRADWIRE_HIERARCHICAL"] = "0"
+        return env
+
+    @staticmethod
+    def own_hostname():
+        """The launcher's prefix that gives host 0 a hostname of its own (a UTS namespace), as
+        netns_exec.sh gives the other hosts theirs: MPI tells nodes apart by hostname."""
+        return ["unshare", "--uts", "/bin/sh", "-c", f'hostname {Cluster.host_ns(0)} && exec "$@"',
+                "sh"]
+
     def command(self, program, env_names):
-        mpiexec, n = self.mpi["mpiexec"], str(self.args.hosts)
+        mpiexec, n = self.mpi["mpiexec"], str(self.args.ranks)
         if self.mpi["flavor"] == "mpich":
             # Hydra: its rsh launcher calls the agent as `agent HOST COMMAND...`; the proxies
             # call back over eth0; every variable of mpiexec's environment reaches the ranks.
             if self.cluster:
-                return ["ip", "netns", "exec", Cluster.host_ns(0), mpiexec, "-f", self.hostfile,
+                return ["ip", "netns", "exec", Cluster.host_ns(0)] + self.own_hostname() + [
+                        mpiexec, "-f", self.hostfile,
                         "-n", n, "-launcher", "rsh", "-launcher-exec", AGENT,
                         "-iface", "eth0"] + program
             return [mpiexec] + self.mpi["flags"] + ["-n", n] + program
         if self.cluster:
-            cmd = ["ip", "netns", "exec", Cluster.host_ns(0), mpiexec, "-np", n,
-                   "--hostfile", self.hostfile, "--map-by", "node", "--bind-to", "none"]
+            # One rank per host: by node. Several: by slot, so that consecutive ranks share a host
+            # (GRADWIRE_HIERARCHY_LOCAL_SIZE's blocks).
+            mapping = "node" if self.args.ranks_per_host == 1 else "slot"
+            # Host 0's hostname of its own, as netns_exec.sh gives the others theirs.
+            cmd = ["ip", "netns", "exec", Cluster.host_ns(0)] + self.own_hostname() + [
+                   mpiexec, "-np", n, "--hostfile", self.hostfile, "--map-by", mapping,
+                   "--bind-to", "none"]
         else:
             cmd = [mpiexec] + self.mpi["flags"] + ["-np", n]
         for name, value in self.mca().items():

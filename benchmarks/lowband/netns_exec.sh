@@ -38,4 +38,7 @@ if [ -n "${GWLB_TMPDIR:-}" ]; then
   mkdir -p "$GWLB_TMPDIR/$ns"
   export TMPDIR="$GWLB_TMPDIR/$ns"
 fi
-exec ip netns exec "$ns" /bin/sh -c "$*"
+# A hostname of its own (a UTS namespace): MPI tells nodes apart by hostname, and hosts that all
+# answered this machine's name would disagree on which ranks share a node (Open MPI's
+# MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) then hangs with several ranks per host).
+exec ip netns exec "$ns" unshare --uts /bin/sh -c "hostname $ns && $*"

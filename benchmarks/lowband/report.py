@@ -5,7 +5,7 @@ import os
 import platform
 import shutil
 
-from .common import HarnessError, log, sh
+from .common import PREFIX, HarnessError, log, sh
 from .launch import launcher_version
 
 # TCP payload per Ethernet frame with a 1500-byte MTU and TCP timestamps: tbf counts whole frames.
@@ -26,11 +26,21 @@ FRAME_BYTES, PAYLOAD_BYTES = 1514, 1448
 #                           predicted_seconds: 2(n-1)/n x the bytes each host sends in a
 #                           bandwidth-optimal allreduce, x FRAME_BYTES/PAYLOAD_BYTES for
 #                           Ethernet/IP/TCP framing, at the rate; and measured_over_predicted
-#   runs                    one per strategy x rate (run_entry, failed_run_entry), then
+#   runs                    one per strategy x rate (x exchange under --exchange: strategy@flat
+#                           and strategy@hier, `exchange` flat or hier, else null) (run_entry,
+#                           failed_run_entry); each with inter_node_bytes_per_step (gradwire's
+#                           counters: the gradient bytes sent to other hosts by the busiest
+#                           host's ranks together, per step), topology (the trainer's: two levels
+#                           or flat, and why), and host_link_bytes_per_step_max/mean (tc's
+#                           counters: the bytes each host's shaped egress queue sent during the
+#                           run, headers, evaluation and start-up included, per step; the
+#                           busiest host's and the mean), then
 #                           add_comparisons: speedup_vs_dense = dense's time to target / this
 #                           run's at the same rate, speedup_vs_dense_at_least when dense never got
 #                           there (dense's training time / this run's time to target);
-#                           gradient_bytes_vs_dense_after_warmup, exchange_bytes_vs_dense
+#                           gradient_bytes_vs_dense_after_warmup, exchange_bytes_vs_dense; for an
+#                           @hier run, vs_flat: its inter-node bytes, host link bytes and step
+#                           time over those of the same strategy's @flat run at the same rate
 #   plot, markdown          the paths of the PNG (null without gnuplot) and of the Markdown
 
 
@@ -40,7 +50,8 @@ def new_report(command, args, shaped):
         "command": command,
         "shaped": shaped,
         "shaping": "tbf" if shaped else "none",
-        "settings": {"hosts": args.hosts, "model": args.model, "device": args.device,
+        "settings": {"hosts": args.hosts, "ranks_per_host": args.ranks_per_host,
+                     "model": args.model, "device": args.device,
                      "epochs": args.epochs,
                      "batch_size": args.batch_size, "lr": args.lr, "momentum": args.momentum,
                      "seed": args.seed, "target_accuracy": args.target_accuracy,
@@ -126,6 +137,9 @@ def run_entry(strategy, rate, env, r, trainer_report, log_path, args):
         "gradient_bytes_per_rank": traffic["gradient"]["sent_bytes_max_rank"],
         "parameter_bytes_per_rank": traffic["parameter"]["sent_bytes_max_rank"],
         "amp_skipped_steps": r["amp"].get("skipped_steps", 0) if r["amp"].get("enabled") else 0,
+        "inter_node_bytes_per_step":
+            traffic["gradient"].get("inter_node_sent_bytes_per_step_max_node"),
+        "topology": r.get("topology"),
         "history": [{"step": h["step"], "train_seconds": h["train_seconds"],
                      "test_accuracy": h["test_accuracy"],
                      "exchange_bytes": h["gradient_bytes_sent"] + h["parameter_bytes_sent"]}
@@ -135,15 +149,50 @@ def run_entry(strategy, rate, env, r, trainer_report, log_path, args):
     }
 
 
+def host_link_bytes(before, after, hosts, steps):
+    """Each host's shaped egress bytes over one run (tc's counters after minus before), per
+    step: the busiest host's and the mean."""
+    sent = []
+    for i in range(hosts):
+        key = f"{PREFIX}-h{i}/eth0"
+        if key in before and key in after:
+            sent.append(after[key]["sent_bytes"] - before[key]["sent_bytes"])
+    if len(sent) != hosts or steps <= 0:
+        return {"host_link_bytes_per_step_max": None, "host_link_bytes_per_step_mean": None}
+    return {"host_link_bytes_per_step_max": max(sent) / steps,
+            "host_link_bytes_per_step_mean": sum(sent) / hosts / steps}
+
+
 def failed_run_entry(strategy, rate, env, error, log_path):
     return {"strategy": strategy, "rate_mbit": rate, "env": env, "error": error, "log": log_path}
 
 
+def base_strategy(run):
+    return run["strategy"].split("@")[0]
+
+
 def add_comparisons(runs):
-    """speedup_vs_dense: dense's time to target / this run's, at the same rate."""
+    """speedup_vs_dense: dense's time to target / this run's, at the same rate (and exchange);
+    vs_flat for @hier runs."""
     for run in runs:
-        dense = next((d for d in runs if d["strategy"] == "dense" and
+        dense = next((d for d in runs if base_strategy(d) == "dense" and
+                      d.get("exchange") == run.get("exchange") and
                       d["rate_mbit"] == run["rate_mbit"] and "error" not in d), None)
+        run["vs_flat"] = None
+        flat = next((d for d in runs if run.get("exchange") == "hier" and
+                     d.get("exchange") == "flat" and base_strategy(d) == base_strategy(run) and
+                     d["rate_mbit"] == run["rate_mbit"] and "error" not in d), None)
+        if flat is not None and "error" not in run:
+            def over(key):
+                a, b = run.get(key), flat.get(key)
+                return a / b if a is not None and b else None
+            run["vs_flat"] = {
+                "inter_node_bytes": over("inter_node_bytes_per_step"),
+                "host_link_bytes": over("host_link_bytes_per_step_max"),
+                "step_seconds": (run["train_seconds"] / run["steps"]) /
+                                (flat["train_seconds"] / flat["steps"])
+                                if run["steps"] and flat["steps"] and flat["train_seconds"]
+                                else None}
         run["speedup_vs_dense"] = None
         run["speedup_vs_dense_at_least"] = None
         run["gradient_bytes_vs_dense_after_warmup"] = None
@@ -180,6 +229,26 @@ def fmt(v, spec, none="-"):
     return none if v is None else format(v, spec)
 
 
+def hierarchy_lines(runs):
+    """The flat-against-two-level table of one rate's runs, when they have @flat/@hier runs."""
+    runs = [r for r in runs if r.get("exchange") and "error" not in r]
+    if not runs:
+        return []
+    out = ["| run | s/step | inter-node B/step per host (counters) | host link B/step (tc, max) | "
+           "inter-node vs flat | host link vs flat | step time vs flat |",
+           "|---|---|---|---|---|---|---|"]
+    for r in runs:
+        v = r.get("vs_flat") or {}
+        step = r["train_seconds"] / r["steps"] if r["steps"] else None
+        out.append(f"| {r['strategy']} | {fmt(step, '.3f')} | "
+                   f"{fmt(r.get('inter_node_bytes_per_step'), ',.0f')} | "
+                   f"{fmt(r.get('host_link_bytes_per_step_max'), ',.0f')} | "
+                   f"{fmt(v.get('inter_node_bytes'), '.3f')} | "
+                   f"{fmt(v.get('host_link_bytes'), '.3f')} | "
+                   f"{fmt(v.get('step_seconds'), '.3f')} |")
+    return out + [""]
+
+
 def markdown(report):
     s = report["settings"]
     lines = [f"# gradwire lowband report", ""]
@@ -187,7 +256,7 @@ def markdown(report):
         lines += ["**UNSHAPED: `--no-shaping`, loopback TCP on one machine. These figures say "
                   "nothing about a slow network.**", ""]
     lines += [f"- Command: `{report['command']}`",
-              f"- {s['hosts']} hosts x 1 rank, model {s['model']}, batch {s['batch_size']} per "
+              f"- {s['hosts']} hosts x {s.get('ranks_per_host', 1)} rank(s), model {s['model']}, batch {s['batch_size']} per "
               f"rank, lr {s['lr']}, momentum {s['momentum']}, seed {s['seed']}, {s['epochs']} "
               f"epochs ({s['steps_per_epoch']} steps each), time budget {s['time_budget']} s, "
               f"target accuracy {s['target_accuracy']}, evaluation every {s['eval_every']} steps",
@@ -234,6 +303,7 @@ def markdown(report):
                 f"{r['parameter_bytes_per_step']:,.0f} | {r['exchange_bytes_per_step']:,.0f} | "
                 f"{r['samples_per_second']:,.0f} | {r['epochs_done']:.2f}{budget} |")
         lines.append("")
+        lines += hierarchy_lines([r for r in report["runs"] if r["rate_mbit"] == rate])
     if report.get("plot"):
         lines += [f"![accuracy against bytes and time]({os.path.basename(report['plot'])})", ""]
     return "\n".join(lines)

@@ -51,6 +51,11 @@ class Communicator {
   virtual int rank() const = 0;
   virtual int size() const = 0;
 
+  // Which node each rank is on (entry r: rank r's node, numbered from 0) where this communicator
+  // knows it, else empty. CountingCommunicator splits its byte counts into intra- and inter-node
+  // with it (Note [What the counters count]).
+  virtual std::vector<int> node_of_rank() const { return {}; }
+
   // In place: buffer[i] = op over ranks of buffer[i].
   virtual WorkHandle allreduce_async(void* buffer, std::size_t count, DataType type, ReduceOp op,
                                      TrafficKind kind) = 0;

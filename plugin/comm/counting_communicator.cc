@@ -1,6 +1,8 @@
 #include "plugin/comm/counting_communicator.h"
 
 #include <numeric>
+#include <stdexcept>
+#include <string>
 
 namespace gw {
 
@@ -13,6 +15,13 @@ std::uint64_t TrafficCounters::total_sent() const {
 CountingCommunicator::CountingCommunicator(std::unique_ptr<Communicator> inner)
     : inner_(std::move(inner)) {
   if (!inner_) throw std::invalid_argument("CountingCommunicator needs a communicator to wrap");
+  nodes_ = inner_->node_of_rank();
+  if (!nodes_.empty() && static_cast<int>(nodes_.size()) != inner_->size()) {
+    throw std::invalid_argument("CountingCommunicator: the communicator places " +
+                                std::to_string(nodes_.size()) + " ranks on nodes, but has " +
+                                std::to_string(inner_->size()));
+  }
+  two_levels_ = dynamic_cast<const HierarchicalCommunicator*>(inner_.get());
 }
 
 std::uint64_t CountingCommunicator::allreduce_bytes(std::size_t count, std::size_t element_size,
@@ -25,35 +34,83 @@ std::uint64_t CountingCommunicator::allreduce_bytes(std::size_t count, std::size
   return (static_cast<std::uint64_t>(count) + (n - 2) * own_chunk) * element_size;
 }
 
-void CountingCommunicator::record(TrafficKind kind, std::uint64_t sent, std::uint64_t received) {
+bool CountingCommunicator::remote(std::size_t other) const {
+  const auto self = static_cast<std::size_t>(rank());
+  if (nodes_.empty()) return other != self;
+  return nodes_[other] != nodes_[self];
+}
+
+// Note [What the counters count]
+CountingCommunicator::Bytes CountingCommunicator::allreduce_levels(std::size_t count,
+                                                                   DataType type) const {
+  const std::size_t element = size_of(type);
+  Bytes b;
+  if (two_levels_ != nullptr) {
+    const Communicator& local = two_levels_->local();
+    const Communicator& cross = two_levels_->cross();
+    const int l = local.size(), i = local.rank();
+    const std::size_t shard = HierarchicalCommunicator::shard_count(count, l, i);
+    const std::uint64_t inside = allreduce_bytes(count, element, i, l);
+    const std::uint64_t across = allreduce_bytes(shard, element, cross.rank(), cross.size());
+    const std::uint64_t gather_sent = static_cast<std::uint64_t>(l - 1) * shard * element;
+    const std::uint64_t gather_received = static_cast<std::uint64_t>(count - shard) * element;
+    b.sent = inside + across + gather_sent;
+    b.received = inside + across + gather_received;
+    b.inter_sent = b.inter_received = across;
+    return b;
+  }
+  const int n = size();
+  b.sent = b.received = allreduce_bytes(count, element, rank(), n);
+  if (n > 1) {
+    const auto r = static_cast<std::size_t>(rank());
+    const auto nn = static_cast<std::size_t>(n);
+    b.inter_sent = remote((r + 1) % nn) ? b.sent : 0;
+    b.inter_received = remote((r + nn - 1) % nn) ? b.received : 0;
+  }
+  return b;
+}
+
+void CountingCommunicator::record(TrafficKind kind, const Bytes& bytes) {
   auto& k = kinds_[static_cast<std::size_t>(kind)];
-  k.sent.fetch_add(sent, std::memory_order_relaxed);
-  k.received.fetch_add(received, std::memory_order_relaxed);
+  k.sent.fetch_add(bytes.sent, std::memory_order_relaxed);
+  k.received.fetch_add(bytes.received, std::memory_order_relaxed);
+  k.inter_sent.fetch_add(bytes.inter_sent, std::memory_order_relaxed);
+  k.inter_received.fetch_add(bytes.inter_received, std::memory_order_relaxed);
   k.calls.fetch_add(1, std::memory_order_relaxed);
 }
 
 WorkHandle CountingCommunicator::allreduce_async(void* buffer, std::size_t count, DataType type,
                                                  ReduceOp op, TrafficKind kind) {
   WorkHandle work = inner_->allreduce_async(buffer, count, type, op, kind);
-  const std::uint64_t bytes = allreduce_bytes(count, size_of(type), rank(), size());
-  record(kind, bytes, bytes);
+  record(kind, allreduce_levels(count, type));
   return work;
 }
 
 void CountingCommunicator::allreduce(void* buffer, std::size_t count, DataType type, ReduceOp op,
                                      TrafficKind kind) {
   inner_->allreduce(buffer, count, type, op, kind);
-  const std::uint64_t bytes = allreduce_bytes(count, size_of(type), rank(), size());
-  record(kind, bytes, bytes);
+  record(kind, allreduce_levels(count, type));
 }
 
 CountingCommunicator::Bytes CountingCommunicator::allgatherv_bytes(
     const std::vector<std::size_t>& recv_counts, std::size_t send_count, DataType type) const {
-  const std::uint64_t total =
-      std::accumulate(recv_counts.begin(), recv_counts.end(), std::uint64_t{0});
   const std::uint64_t element = size_of(type);
-  const auto others = static_cast<std::uint64_t>(size() - 1);
-  return {others * send_count * element, (total - send_count) * element};
+  const auto self = static_cast<std::size_t>(rank());
+  Bytes b;
+  std::uint64_t remote_ranks = 0;
+  for (std::size_t q = 0; q < recv_counts.size(); ++q) {
+    if (q == self) continue;
+    b.received += recv_counts[q];
+    if (remote(q)) {
+      ++remote_ranks;
+      b.inter_received += recv_counts[q];
+    }
+  }
+  b.sent = static_cast<std::uint64_t>(size() - 1) * send_count * element;
+  b.inter_sent = remote_ranks * send_count * element;
+  b.received *= element;
+  b.inter_received *= element;
+  return b;
 }
 
 CountingCommunicator::Bytes CountingCommunicator::alltoallv_bytes(
@@ -62,21 +119,43 @@ CountingCommunicator::Bytes CountingCommunicator::alltoallv_bytes(
   // Skips index rank() rather than subtracting it, so that count vectors of the wrong size (which
   // the wrapped communicator then refuses, uncounted) are never indexed past their end.
   const auto self = static_cast<std::size_t>(rank());
-  std::uint64_t sent = 0, received = 0;
-  for (std::size_t r = 0; r < send_counts.size(); ++r) sent += r == self ? 0 : send_counts[r];
-  for (std::size_t r = 0; r < recv_counts.size(); ++r) received += r == self ? 0 : recv_counts[r];
+  const auto n = static_cast<std::size_t>(size());
+  Bytes b;
+  for (std::size_t r = 0; r < send_counts.size(); ++r) {
+    if (r == self) continue;
+    b.sent += send_counts[r];
+    if (r < n && remote(r)) b.inter_sent += send_counts[r];
+  }
+  for (std::size_t r = 0; r < recv_counts.size(); ++r) {
+    if (r == self) continue;
+    b.received += recv_counts[r];
+    if (r < n && remote(r)) b.inter_received += recv_counts[r];
+  }
   const std::uint64_t element = size_of(type);
-  return {sent * element, received * element};
+  b.sent *= element;
+  b.received *= element;
+  b.inter_sent *= element;
+  b.inter_received *= element;
+  return b;
 }
 
 void CountingCommunicator::record_broadcast(std::size_t count, DataType type, int root,
                                             TrafficKind kind) {
   const std::uint64_t bytes = static_cast<std::uint64_t>(count) * size_of(type);
+  Bytes b;
   if (rank() == root) {
-    record(kind, bytes * static_cast<std::uint64_t>(size() - 1), 0);
+    std::uint64_t remote_ranks = 0;
+    for (int q = 0; q < size(); ++q) {
+      if (q != root && remote(static_cast<std::size_t>(q))) ++remote_ranks;
+    }
+    b.sent = bytes * static_cast<std::uint64_t>(size() - 1);
+    b.inter_sent = bytes * remote_ranks;
   } else {
-    record(kind, 0, bytes);
+    b.received = bytes;
+    b.inter_received =
+        root >= 0 && root < size() && remote(static_cast<std::size_t>(root)) ? bytes : 0;
   }
+  record(kind, b);
 }
 
 // Each operation is counted once the wrapped communicator has accepted it (an argument error
@@ -87,7 +166,7 @@ WorkHandle CountingCommunicator::allgatherv_async(const void* send, std::size_t 
   const Bytes bytes = allgatherv_bytes(recv_counts, send_count, type);
   WorkHandle work =
       inner_->allgatherv_async(send, send_count, recv, std::move(recv_counts), type, kind);
-  record(kind, bytes.sent, bytes.received);
+  record(kind, bytes);
   return work;
 }
 
@@ -96,7 +175,7 @@ void CountingCommunicator::allgatherv(const void* send, std::size_t send_count, 
                                       TrafficKind kind) {
   const Bytes bytes = allgatherv_bytes(recv_counts, send_count, type);
   inner_->allgatherv(send, send_count, recv, std::move(recv_counts), type, kind);
-  record(kind, bytes.sent, bytes.received);
+  record(kind, bytes);
 }
 
 WorkHandle CountingCommunicator::alltoallv_async(const void* send,
@@ -106,7 +185,7 @@ WorkHandle CountingCommunicator::alltoallv_async(const void* send,
   const Bytes bytes = alltoallv_bytes(send_counts, recv_counts, type);
   WorkHandle work = inner_->alltoallv_async(send, std::move(send_counts), recv,
                                             std::move(recv_counts), type, kind);
-  record(kind, bytes.sent, bytes.received);
+  record(kind, bytes);
   return work;
 }
 
@@ -115,7 +194,7 @@ void CountingCommunicator::alltoallv(const void* send, std::vector<std::size_t> 
                                      DataType type, TrafficKind kind) {
   const Bytes bytes = alltoallv_bytes(send_counts, recv_counts, type);
   inner_->alltoallv(send, std::move(send_counts), recv, std::move(recv_counts), type, kind);
-  record(kind, bytes.sent, bytes.received);
+  record(kind, bytes);
 }
 
 WorkHandle CountingCommunicator::broadcast_async(void* buffer, std::size_t count, DataType type,
@@ -137,6 +216,9 @@ TrafficCounters CountingCommunicator::counters() const {
     out.kinds[i].sent_bytes = kinds_[i].sent.load(std::memory_order_relaxed);
     out.kinds[i].received_bytes = kinds_[i].received.load(std::memory_order_relaxed);
     out.kinds[i].calls = kinds_[i].calls.load(std::memory_order_relaxed);
+    out.kinds[i].inter_node_sent_bytes = kinds_[i].inter_sent.load(std::memory_order_relaxed);
+    out.kinds[i].inter_node_received_bytes =
+        kinds_[i].inter_received.load(std::memory_order_relaxed);
   }
   return out;
 }
@@ -146,6 +228,8 @@ void CountingCommunicator::reset() {
     k.sent.store(0);
     k.received.store(0);
     k.calls.store(0);
+    k.inter_sent.store(0);
+    k.inter_received.store(0);
   }
 }
 

@@ -6,8 +6,10 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "plugin/comm/communicator.h"
+#include "plugin/comm/hierarchical_communicator.h"
 
 namespace gw {
 
@@ -25,11 +27,27 @@ namespace gw {
 //   barrier     nothing.
 // These are the figures nccl-tests' bus bandwidth is based on, so bytes/time from these counters is
 // comparable with busbw.
+//
+// Each figure is split into bytes that stay inside r's node and bytes that cross to another node
+// (inter_node_*), by the nodes the wrapped communicator knows (node_of_rank(); where it knows none,
+// every rank is a node of its own and every byte crosses). allgatherv, alltoallv and broadcast
+// charge a block as crossing when its sender and receiver are on different nodes. A flat allreduce
+// is charged as a ring in rank order (one of the algorithms Open MPI and MPICH pick for large
+// buffers, and the one the low-bandwidth harness sets): all of r's bytes cross when the next rank
+// is on another node, all of its received bytes when the previous one is, none otherwise; with a
+// node's ranks next to each other, one rank per node sends across, 2(n-1)/n x bytes. The harness
+// checks this against tc's counts on each host's link (docs/LOWBAND.md). A
+// HierarchicalCommunicator's allreduce is charged stage by stage
+// (Note [Hierarchical allreduce]): the node-local allreduce over the node's L ranks and the
+// node-local allgather of the shards stay inside, the cross allreduce of r's shard over the N
+// nodes crosses.
 struct TrafficCounters {
   struct Kind {
     std::uint64_t sent_bytes = 0;
     std::uint64_t received_bytes = 0;
     std::uint64_t calls = 0;
+    std::uint64_t inter_node_sent_bytes = 0;  // of sent_bytes, those to another node
+    std::uint64_t inter_node_received_bytes = 0;
   };
   std::array<Kind, kNumTrafficKinds> kinds{};
 
@@ -55,6 +73,7 @@ class CountingCommunicator : public Communicator {
   WorkHandle broadcast_async(void* buffer, std::size_t count, DataType type, int root,
                              TrafficKind kind) override;
   void barrier() override { inner_->barrier(); }
+  std::vector<int> node_of_rank() const override { return inner_->node_of_rank(); }
   void allreduce(void* buffer, std::size_t count, DataType type, ReduceOp op,
                  TrafficKind kind) override;
   void allgatherv(const void* send, std::size_t send_count, void* recv,
@@ -75,10 +94,12 @@ class CountingCommunicator : public Communicator {
                                        int size);
 
  private:
-  void record(TrafficKind kind, std::uint64_t sent, std::uint64_t received);
   struct Bytes {
-    std::uint64_t sent, received;
+    std::uint64_t sent = 0, received = 0, inter_sent = 0, inter_received = 0;
   };
+  void record(TrafficKind kind, const Bytes& bytes);
+  bool remote(std::size_t other) const;  // `other` is on another node than this rank
+  Bytes allreduce_levels(std::size_t count, DataType type) const;
   Bytes allgatherv_bytes(const std::vector<std::size_t>& recv_counts, std::size_t send_count,
                          DataType type) const;
   Bytes alltoallv_bytes(const std::vector<std::size_t>& send_counts,
@@ -86,9 +107,11 @@ class CountingCommunicator : public Communicator {
   void record_broadcast(std::size_t count, DataType type, int root, TrafficKind kind);
 
   struct AtomicKind {
-    std::atomic<std::uint64_t> sent{0}, received{0}, calls{0};
+    std::atomic<std::uint64_t> sent{0}, received{0}, calls{0}, inter_sent{0}, inter_received{0};
   };
   std::unique_ptr<Communicator> inner_;
+  std::vector<int> nodes_;                      // inner_->node_of_rank()
+  const HierarchicalCommunicator* two_levels_;  // inner_, where it is one
   std::array<AtomicKind, kNumTrafficKinds> kinds_;
 };
 

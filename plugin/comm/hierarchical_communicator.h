@@ -6,11 +6,21 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "plugin/comm/communicator.h"
 
 namespace gw {
+
+// What the world communicator's maker chose for GRADWIRE_HIERARCHICAL, for reports.
+struct HierarchyChoice {
+  bool enabled = false;
+  int nodes = 1;       // the nodes found
+  int local_size = 1;  // ranks per node (the first node's where they differ)
+  std::string source;  // where the nodes came from, in words
+  std::string reason;  // why two levels or one, in words
+};
 
 class HierarchicalCommunicator final : public Communicator {
  public:
@@ -48,6 +58,7 @@ class HierarchicalCommunicator final : public Communicator {
     return flat_->broadcast_async(buffer, count, type, root, kind);
   }
   void barrier() override { flat_->barrier(); }
+  std::vector<int> node_of_rank() const override { return flat_->node_of_rank(); }
   void allgatherv(const void* send, std::size_t send_count, void* recv,
                   std::vector<std::size_t> recv_counts, DataType type, TrafficKind kind) override {
     flat_->allgatherv(send, send_count, recv, std::move(recv_counts), type, kind);
@@ -62,8 +73,11 @@ class HierarchicalCommunicator final : public Communicator {
   }
 
   Communicator& flat() { return *flat_; }
+  const Communicator& flat() const { return *flat_; }
   Communicator& local() { return *local_; }
   Communicator& cross() { return *cross_; }
+  const Communicator& local() const { return *local_; }
+  const Communicator& cross() const { return *cross_; }
 
   // The shard of an allreduce of `count` elements that local rank `local_rank` of `local_size`
   // reduces across the nodes: count / local_size elements, one more for the first count %

@@ -290,6 +290,7 @@ class RoutedCommunicator final : public Communicator {
     return pick({buffer}).broadcast_async(buffer, count, type, root, kind);
   }
   void barrier() override { host_->barrier(); }
+  std::vector<int> node_of_rank() const override { return host_->node_of_rank(); }
   void allreduce(void* buffer, std::size_t count, DataType type, ReduceOp op,
                  TrafficKind kind) override {
     pick({buffer}).allreduce(buffer, count, type, op, kind);
@@ -340,9 +341,12 @@ std::unique_ptr<Communicator> make_world_communicator(const config::Config& conf
     // Note [Host buffers beside NCCL]
     std::unique_ptr<Communicator> nccl =
         make_nccl_communicator(MPI_COMM_WORLD, kernels::Stream::cuda(choice.cuda_device));
-    return make_routed_communicator(std::move(nccl), make_mpi_world_communicator(config));
+    return make_routed_communicator(
+        std::move(nccl), make_mpi_world_communicator(config, /*device_buffers=*/true,
+                                                     chosen ? &chosen->hierarchy : nullptr));
   }
-  return make_mpi_world_communicator(config);
+  return make_mpi_world_communicator(config, buffers == Device::kCuda,
+                                     chosen ? &chosen->hierarchy : nullptr);
 }
 
 }  // namespace gw

@@ -8,6 +8,7 @@
 
 #include "kernels/device.h"
 #include "plugin/comm/communicator.h"
+#include "plugin/comm/hierarchical_communicator.h"
 #include "plugin/config/config.h"
 
 namespace gw {
@@ -23,6 +24,7 @@ struct BackendChoice {
   Backend backend = Backend::kMpi;
   int cuda_device = -1;
   std::string reason;
+  HierarchyChoice hierarchy;  // filled by make_world_communicator
 };
 
 // Note [Choosing the backend] (world_communicator.cc). `buffers` is where the caller's buffers

@@ -18,7 +18,7 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 static_assert(sizeof(float) == 4 && sizeof(double) == 8, "IEEE 754 binary32 and binary64");
 
 constexpr char kMagic[8] = {'G', 'W', 'C', 'K', 'P', 'T', '\r', '\n'};
-constexpr std::uint32_t kVersion = 1;
+constexpr std::uint32_t kVersion = 2;
 constexpr std::uint32_t kSectionCount = 6;
 constexpr std::size_t kHeaderBytes = 8 + 4 + 4 + 8;
 constexpr std::size_t kSectionHeaderBytes = 4 + 8;
@@ -72,6 +72,8 @@ class Writer {
       pod(k.sent_bytes);
       pod(k.received_bytes);
       pod(k.calls);
+      pod(k.inter_node_sent_bytes);
+      pod(k.inter_node_received_bytes);
     }
   }
   std::string& bytes() { return out_; }
@@ -148,6 +150,8 @@ class Reader {
       k.sent_bytes = pod<std::uint64_t>(what);
       k.received_bytes = pod<std::uint64_t>(what);
       k.calls = pod<std::uint64_t>(what);
+      k.inter_node_sent_bytes = pod<std::uint64_t>(what);
+      k.inter_node_received_bytes = pod<std::uint64_t>(what);
     }
     return c;
   }
@@ -450,7 +454,8 @@ Checkpoint parse_checkpoint(const std::string& bytes) {
          std::to_string(total) + " bytes, the file has " + std::to_string(size));
   }
   if (sections != kSectionCount) {
-    fail(std::to_string(sections) + " sections; version 1 has " + std::to_string(kSectionCount));
+    fail(std::to_string(sections) + " sections; version " + std::to_string(kVersion) + " has " +
+         std::to_string(kSectionCount));
   }
   if (size < kMinBytes) {
     fail("truncated: " + std::to_string(size) + " bytes, fewer than the " +

@@ -62,7 +62,7 @@ struct RunFigures {
 
 // Note [Checkpoint format]
 // A checkpoint file is, in host byte order (little-endian: checked where it is built):
-//   header   the 8-byte magic "GWCKPT\r\n", the format version (u32, 1), the number of sections
+//   header   the 8-byte magic "GWCKPT\r\n", the format version (u32, 2), the number of sections
 //            (u32, 6) and the file's total length in bytes (u64)
 //   sections each a 4-byte ASCII tag, its payload length (u64), its payload; in this order:
 //     META   rank (u32), world size (u32), steps done (i64), the epoch the next step belongs to

@@ -14,23 +14,45 @@ namespace {
 
 constexpr char kParamMagic[8] = {'G', 'W', 'P', 'A', 'R', 'A', 'M', '1'};
 
-nlohmann::json traffic_json(const std::vector<TrafficCounters>& per_rank, std::int64_t steps) {
+// Per kind: the busiest rank's bytes and the sum over ranks; and split by level
+// (Note [What the counters count]), each node's inter-node bytes summed over its ranks: what its
+// network link carries out, the busiest node's per step.
+nlohmann::json traffic_json(const std::vector<TrafficCounters>& per_rank,
+                            const std::vector<int>& node_of_rank, std::int64_t steps) {
+  const auto per_step = [&](std::uint64_t bytes) {
+    return steps > 0 ? static_cast<double>(bytes) / static_cast<double>(steps) : 0.0;
+  };
+  std::vector<int> nodes = node_of_rank;
+  if (nodes.size() != per_rank.size()) {  // not known: a node per rank
+    nodes.resize(per_rank.size());
+    for (std::size_t r = 0; r < nodes.size(); ++r) nodes[r] = static_cast<int>(r);
+  }
+  const int node_count = nodes.empty() ? 0 : *std::max_element(nodes.begin(), nodes.end()) + 1;
   nlohmann::json out = nlohmann::json::object();
   for (int k = 0; k < kNumTrafficKinds; ++k) {
-    std::uint64_t sent_max = 0, sent_total = 0, received_max = 0, calls = 0;
-    for (const auto& c : per_rank) {
-      sent_max = std::max(sent_max, c.kinds[k].sent_bytes);
-      sent_total += c.kinds[k].sent_bytes;
-      received_max = std::max(received_max, c.kinds[k].received_bytes);
-      calls = std::max(calls, c.kinds[k].calls);
+    std::uint64_t sent_max = 0, sent_total = 0, received_max = 0, calls = 0, inter_total = 0;
+    std::vector<std::uint64_t> inter_of_node(static_cast<std::size_t>(node_count), 0);
+    for (std::size_t r = 0; r < per_rank.size(); ++r) {
+      const TrafficCounters::Kind& c = per_rank[r].kinds[k];
+      sent_max = std::max(sent_max, c.sent_bytes);
+      sent_total += c.sent_bytes;
+      received_max = std::max(received_max, c.received_bytes);
+      calls = std::max(calls, c.calls);
+      inter_total += c.inter_node_sent_bytes;
+      inter_of_node[static_cast<std::size_t>(nodes[r])] += c.inter_node_sent_bytes;
     }
+    const std::uint64_t inter_max_node =
+        inter_of_node.empty() ? 0 : *std::max_element(inter_of_node.begin(), inter_of_node.end());
     out[to_string(static_cast<TrafficKind>(k))] = {
         {"sent_bytes_max_rank", sent_max},
         {"sent_bytes_total", sent_total},
         {"received_bytes_max_rank", received_max},
         {"calls_max_rank", calls},
-        {"sent_bytes_per_step_max_rank",
-         steps > 0 ? static_cast<double>(sent_max) / static_cast<double>(steps) : 0.0}};
+        {"sent_bytes_per_step_max_rank", per_step(sent_max)},
+        {"inter_node_sent_bytes_total", inter_total},
+        {"intra_node_sent_bytes_total", sent_total - inter_total},
+        {"inter_node_sent_bytes_max_node", inter_max_node},
+        {"inter_node_sent_bytes_per_step_max_node", per_step(inter_max_node)}};
   }
   return out;
 }
@@ -174,7 +196,7 @@ nlohmann::json make_report(const TrainerOptions& options, const config::Config& 
                        {"gradient_bytes_sent", h.gradient_bytes_sent},
                        {"parameter_bytes_sent", h.parameter_bytes_sent}});
   }
-  nlohmann::json traffic = traffic_json(result.traffic_per_rank, result.steps);
+  nlohmann::json traffic = traffic_json(result.traffic_per_rank, result.node_of_rank, result.steps);
   const double exchanged = static_cast<double>(exchange_bytes_max_rank(result.traffic_per_rank));
   const double samples_per_second =
       result.train_seconds > 0 ? static_cast<double>(result.samples) / result.train_seconds : 0.0;
@@ -256,7 +278,9 @@ nlohmann::json make_report(const TrainerOptions& options, const config::Config& 
        "precision (GPU mode)"},
       {"traffic_is",
        "bytes per rank from gradwire's communicator counters (see "
-       "Note [What the counters count] in plugin/comm/counting_communicator.h)"},
+       "Note [What the counters count] in plugin/comm/counting_communicator.h); inter_node_*: "
+       "the part sent to ranks on other nodes, summed per node (a node's network link), the "
+       "busiest node's"},
   };
 }
 
@@ -291,6 +315,14 @@ std::string summary_text(const nlohmann::json& r) {
                   (std::string(kind) + " traffic").c_str(),
                   t[kind]["sent_bytes_max_rank"].get<double>() / mb,
                   t[kind]["sent_bytes_total"].get<double>() / mb);
+    out << line;
+  }
+  if (r.contains("topology") && r["topology"]["nodes"].get<int>() > 1 &&
+      t["gradient"].contains("inter_node_sent_bytes_per_step_max_node")) {
+    std::snprintf(line, sizeof line, "%-28s %.3f MB/step out of the busiest node (%s)\n",
+                  "gradient inter-node",
+                  t["gradient"]["inter_node_sent_bytes_per_step_max_node"].get<double>() / mb,
+                  r["topology"]["hierarchical"].get<bool>() ? "two levels" : "flat");
     out << line;
   }
   std::snprintf(line, sizeof line, "%-28s %.3f MB\n", "gradient bytes per step",

@@ -125,20 +125,31 @@ std::vector<std::int64_t> gather_fields(const std::int64_t* mine, std::size_t co
 // `mine`: this rank's run counters, taken before the gather (which is not part of the run's
 // traffic).
 std::vector<TrafficCounters> gather_traffic(const TrafficCounters& mine, Communicator& comm) {
-  constexpr std::size_t kFields = 3 * kNumTrafficKinds;
+  constexpr std::size_t kPerKind = 5;
+  constexpr std::size_t kKinds = kNumTrafficKinds;
+  constexpr std::size_t kFields = kPerKind * kKinds;
   std::int64_t send[kFields];
-  for (int k = 0; k < kNumTrafficKinds; ++k) {
-    send[3 * k] = static_cast<std::int64_t>(mine.kinds[k].sent_bytes);
-    send[3 * k + 1] = static_cast<std::int64_t>(mine.kinds[k].received_bytes);
-    send[3 * k + 2] = static_cast<std::int64_t>(mine.kinds[k].calls);
+  for (std::size_t k = 0; k < kKinds; ++k) {
+    const TrafficCounters::Kind& c = mine.kinds[k];
+    const std::uint64_t fields[kPerKind] = {c.sent_bytes, c.received_bytes, c.calls,
+                                            c.inter_node_sent_bytes, c.inter_node_received_bytes};
+    for (std::size_t f = 0; f < kPerKind; ++f) {
+      send[kPerKind * k + f] = static_cast<std::int64_t>(fields[f]);
+    }
   }
   const std::vector<std::int64_t> all = gather_fields(send, kFields, comm);
   std::vector<TrafficCounters> out(static_cast<std::size_t>(comm.size()));
   for (std::size_t r = 0; r < out.size(); ++r) {
-    for (int k = 0; k < kNumTrafficKinds; ++k) {
-      out[r].kinds[k].sent_bytes = static_cast<std::uint64_t>(all[r * kFields + 3 * k]);
-      out[r].kinds[k].received_bytes = static_cast<std::uint64_t>(all[r * kFields + 3 * k + 1]);
-      out[r].kinds[k].calls = static_cast<std::uint64_t>(all[r * kFields + 3 * k + 2]);
+    for (std::size_t k = 0; k < kKinds; ++k) {
+      const auto field = [&](std::size_t f) {
+        return static_cast<std::uint64_t>(all[r * kFields + kPerKind * k + f]);
+      };
+      TrafficCounters::Kind& c = out[r].kinds[k];
+      c.sent_bytes = field(0);
+      c.received_bytes = field(1);
+      c.calls = field(2);
+      c.inter_node_sent_bytes = field(3);
+      c.inter_node_received_bytes = field(4);
     }
   }
   return out;
@@ -164,6 +175,8 @@ TrafficCounters operator+(TrafficCounters a, const TrafficCounters& b) {
     a.kinds[k].sent_bytes += b.kinds[k].sent_bytes;
     a.kinds[k].received_bytes += b.kinds[k].received_bytes;
     a.kinds[k].calls += b.kinds[k].calls;
+    a.kinds[k].inter_node_sent_bytes += b.kinds[k].inter_node_sent_bytes;
+    a.kinds[k].inter_node_received_bytes += b.kinds[k].inter_node_received_bytes;
   }
   return a;
 }
@@ -173,6 +186,8 @@ TrafficCounters operator-(TrafficCounters a, const TrafficCounters& b) {
     a.kinds[k].sent_bytes -= b.kinds[k].sent_bytes;
     a.kinds[k].received_bytes -= b.kinds[k].received_bytes;
     a.kinds[k].calls -= b.kinds[k].calls;
+    a.kinds[k].inter_node_sent_bytes -= b.kinds[k].inter_node_sent_bytes;
+    a.kinds[k].inter_node_received_bytes -= b.kinds[k].inter_node_received_bytes;
   }
   return a;
 }
@@ -556,6 +571,7 @@ TrainResult train(const TrainerOptions& options, const config::Config& config,
   result.final_test_accuracy = result.epochs.empty() ? 0.0 : result.epochs.back().test_accuracy;
   result.stopped_by_time_budget = stop && !result.diverged;
   result.traffic_per_rank = gather_traffic(traffic.now(), *comm);
+  result.node_of_rank = comm->node_of_rank();
   result.compression_per_rank =
       gather_compression(merged(compression_before, optimizer.compression_stats()), *comm);
   result.sync = merged(sync_before, optimizer.sync_stats());

@@ -90,7 +90,8 @@ struct TrainResult {
   double wall_seconds = 0;    // rank 0, from before the first step to after the last eval
   double train_seconds = 0;   // sum of the epochs' training time
   std::uint64_t samples = 0;  // training samples processed by all ranks
-  std::vector<TrafficCounters> traffic_per_rank;       // gathered at the end, index = rank
+  std::vector<TrafficCounters> traffic_per_rank;  // gathered at the end, index = rank
+  std::vector<int> node_of_rank;  // the communicator's nodes (empty: a node per rank)
   std::vector<CompressionStats> compression_per_rank;  // likewise
   SyncStats sync;                                      // the same on every rank
   AmpResult amp;

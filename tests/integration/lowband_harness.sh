@@ -36,9 +36,12 @@ case "$mode" in
 options)
   expect_refusal "--rates '0': accepted a comma list of distinct whole Mbit/s" --rates 0
   expect_refusal "--rates '100,x'" --rates 100,x
-  expect_refusal "unknown or repeated \['zip'\]; accepted: dense, fp16, topk, dgc, dgc_warmup, powersgd, powersgd_r4, local_sgd_k4" \
+  expect_refusal "unknown or repeated \['zip'\]; accepted: dense, dense_hier, fp16, topk, dgc, dgc_hier, dgc_warmup, powersgd" \
     --strategies dense,zip
   expect_refusal "--hosts 1: accepted 2 to 16" --hosts 1
+  expect_refusal "--ranks-per-host 9: accepted 1 to 8" --ranks-per-host 9
+  expect_refusal "--exchange 'flat,ring': accepted a comma list of flat, hier, each once" \
+    --exchange flat,ring
   expect_refusal "--mca 'btl_tcp_flags': accepted NAME=VALUE" --mca btl_tcp_flags
   expect_refusal "--target-accuracy 1.5: accepted \(0, 1\]" --target-accuracy 1.5
   expect_refusal "gradwire_train not found in /nonexistent" --bin /nonexistent
@@ -131,5 +134,29 @@ smoke)
   fi
   echo "ok: shaped 2-host run, shaping in force, report and plot complete"
   ;;
-*) fail "mode '$mode': accepted options, unshaped, lifecycle, smoke" ;;
+hierarchy)
+  # 2 hosts x 2 ranks, dense flat and over two levels, at 100 Mbit/s: the two-level exchange must
+  # send 2/3 of the flat ring's gradient bytes out of each host, by gradwire's counters and by
+  # tc's on the hosts' links, and every rank must find its host's ranks (hostnames of their own).
+  "${harness[@]}" --hosts 2 --ranks-per-host 2 --rates 100 --strategies dense \
+    --exchange flat,hier --epochs 1 --train-subset 2048 --test-subset 1000 --probe-bytes 1048576 \
+    --target-accuracy 0.3 --report "$work/report.json"
+  rc=$?
+  [ "$rc" -eq 77 ] && exit 77
+  [ "$rc" -eq 0 ] || fail "the 2x2 run failed (exit $rc)"
+  [ -z "$(leftovers)" ] || fail "namespaces left: $(leftovers)"
+  "$bin/gradwire_check_report" "$work/report.json" \
+    --min /probes/100/measured_over_predicted=0.75 --max /probes/100/measured_over_predicted=3 \
+    --min /runs/1/vs_flat/inter_node_bytes=0.66 --max /runs/1/vs_flat/inter_node_bytes=0.67 \
+    --min /runs/1/vs_flat/host_link_bytes=0.55 --max /runs/1/vs_flat/host_link_bytes=0.78 \
+    --min /runs/0/inter_node_bytes_per_step=1 || fail "report figures"
+  grep -q '"strategy": "dense@hier"' "$work/report.json" || fail "no dense@hier run"
+  grep -q '"reason": "GRADWIRE_HIERARCHICAL=1: two levels, 2 node(s) x 2 rank(s)' \
+    "$work/report_runs/100_dense_hier.json" || fail "the two-level run did not say so"
+  grep -q '"reason": "GRADWIRE_HIERARCHICAL=0: flat' "$work/report_runs/100_dense_flat.json" ||
+    fail "the flat run did not say so"
+  grep -q "^| dense@hier | " "$work/report.md" || fail "no flat-against-two-level table"
+  echo "ok: 2 hosts x 2 ranks, the two-level exchange sends 2/3 of the flat bytes between hosts"
+  ;;
+*) fail "mode '$mode': accepted options, unshaped, lifecycle, smoke, hierarchy" ;;
 esac

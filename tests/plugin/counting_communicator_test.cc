@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "plugin/comm/counting_communicator.h"
+#include "plugin/comm/hierarchical_communicator.h"
 
 namespace gw {
 namespace {
@@ -11,9 +12,11 @@ namespace {
 // fail on wait() when `fail` is set.
 class ScriptedCommunicator : public Communicator {
  public:
-  ScriptedCommunicator(int rank, int size, bool fail) : rank_(rank), size_(size), fail_(fail) {}
+  ScriptedCommunicator(int rank, int size, bool fail, std::vector<int> nodes = {})
+      : rank_(rank), size_(size), fail_(fail), nodes_(std::move(nodes)) {}
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  std::vector<int> node_of_rank() const override { return nodes_; }
   WorkHandle allreduce_async(void*, std::size_t, DataType, ReduceOp, TrafficKind) override {
     return std::make_unique<Handle>(fail_);
   }
@@ -40,6 +43,7 @@ class ScriptedCommunicator : public Communicator {
   };
   int rank_, size_;
   bool fail_;
+  std::vector<int> nodes_;
 };
 
 TEST(CountingCommunicator, AllreduceBytesFollowTheChunkModel) {
@@ -128,6 +132,87 @@ TEST(CountingCommunicator, AlltoallvChargesTheBlocksForOtherRanks) {
   EXPECT_EQ(alone.counters()[TrafficKind::kControl].sent_bytes, 0u);
   EXPECT_EQ(alone.counters()[TrafficKind::kControl].received_bytes, 0u);
   EXPECT_EQ(alone.counters()[TrafficKind::kControl].calls, 1u);
+}
+
+// Note [What the counters count], the split by node: 4 ranks on 2 nodes of 2.
+TEST(CountingCommunicator, InterNodeBytesFollowTheNodesOfTheRanks) {
+  const std::vector<int> nodes = {0, 0, 1, 1};
+  std::uint64_t allreduce_inter_per_node[2] = {0, 0};
+  for (int r = 0; r < 4; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    CountingCommunicator comm(std::make_unique<ScriptedCommunicator>(r, 4, false, nodes));
+    EXPECT_EQ(comm.node_of_rank(), nodes);
+    float buf[8] = {};
+    comm.allreduce(buf, 8, DataType::kFloat32, ReduceOp::kSum, TrafficKind::kGradient);
+    const auto g = comm.counters()[TrafficKind::kGradient];
+    EXPECT_EQ(g.sent_bytes, 48u);  // (8 + 2 x 2) x 4
+    // The ring in rank order crosses from rank 1 to 2 and from 3 to 0.
+    EXPECT_EQ(g.inter_node_sent_bytes, r == 1 || r == 3 ? 48u : 0u);
+    EXPECT_EQ(g.inter_node_received_bytes, r == 0 || r == 2 ? 48u : 0u);
+    allreduce_inter_per_node[nodes[static_cast<std::size_t>(r)]] += g.inter_node_sent_bytes;
+
+    comm.allgatherv(buf, 2, buf, {2, 2, 3, 1}, DataType::kFloat32, TrafficKind::kControl);
+    const auto c = comm.counters()[TrafficKind::kControl];
+    EXPECT_EQ(c.sent_bytes, 3u * 2 * 4);
+    EXPECT_EQ(c.inter_node_sent_bytes, 2u * 2 * 4);  // to the 2 ranks of the other node
+    EXPECT_EQ(c.inter_node_received_bytes, (r < 2 ? 3u + 1 : 2u + 2) * 4);
+
+    comm.alltoallv(buf, {1, 2, 3, 2}, buf, {2, 1, 1, 1}, DataType::kFloat32,
+                   TrafficKind::kParameter);
+    comm.broadcast(buf, 4, DataType::kFloat32, 0, TrafficKind::kParameter);
+    const auto p = comm.counters()[TrafficKind::kParameter];
+    const std::uint64_t to_other_node = r < 2 ? 3 + 2 : 1 + 2;
+    const std::uint64_t from_other_node = r < 2 ? 1 + 1 : 2 + 1;
+    EXPECT_EQ(p.inter_node_sent_bytes, (to_other_node + (r == 0 ? 2 * 4 : 0)) * 4);
+    EXPECT_EQ(p.inter_node_received_bytes, (from_other_node + (r >= 2 ? 4 : 0)) * 4);
+  }
+  // Each node's link carries 2(n-1)/n of the buffer: 48 bytes of 32.
+  EXPECT_EQ(allreduce_inter_per_node[0], 48u);
+  EXPECT_EQ(allreduce_inter_per_node[1], 48u);
+}
+
+TEST(CountingCommunicator, WithoutNodesEveryByteCrosses) {
+  CountingCommunicator comm(std::make_unique<ScriptedCommunicator>(2, 4, false));
+  float buf[8] = {};
+  comm.allreduce(buf, 8, DataType::kFloat32, ReduceOp::kSum, TrafficKind::kGradient);
+  comm.allgatherv(buf, 2, buf, {2, 2, 2, 2}, DataType::kFloat32, TrafficKind::kGradient);
+  const auto g = comm.counters()[TrafficKind::kGradient];
+  EXPECT_GT(g.sent_bytes, 0u);
+  EXPECT_EQ(g.inter_node_sent_bytes, g.sent_bytes);
+  EXPECT_EQ(g.inter_node_received_bytes, g.received_bytes);
+}
+
+// A HierarchicalCommunicator's allreduce is charged by stage: only the cross allreduce of the
+// shard leaves the node. At 2 nodes x 2 ranks each node's link carries 2/3 of the flat ring's.
+TEST(CountingCommunicator, TwoLevelAllreduceIsChargedStageByStage) {
+  const std::vector<int> nodes = {0, 0, 1, 1};
+  std::uint64_t two_level_per_node[2] = {0, 0}, flat_per_node[2] = {0, 0};
+  for (int r = 0; r < 4; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    const int node = r / 2, local_rank = r % 2;
+    CountingCommunicator two(std::make_unique<HierarchicalCommunicator>(
+        std::make_unique<ScriptedCommunicator>(r, 4, false, nodes),
+        std::make_unique<ScriptedCommunicator>(local_rank, 2, false),
+        std::make_unique<ScriptedCommunicator>(node, 2, false)));
+    CountingCommunicator flat(std::make_unique<ScriptedCommunicator>(r, 4, false, nodes));
+    EXPECT_EQ(two.node_of_rank(), nodes);
+    float buf[12] = {};
+    two.allreduce(buf, 12, DataType::kFloat32, ReduceOp::kSum, TrafficKind::kGradient);
+    flat.allreduce(buf, 12, DataType::kFloat32, ReduceOp::kSum, TrafficKind::kGradient);
+    const auto g = two.counters()[TrafficKind::kGradient];
+    // Node-local allreduce of 12 over 2 (12 x 4 bytes), cross allreduce of the 6-element shard
+    // over 2 (6 x 4), node-local allgather of the shard to the 1 other rank (6 x 4).
+    EXPECT_EQ(g.sent_bytes, (12u + 6 + 6) * 4);
+    EXPECT_EQ(g.received_bytes, (12u + 6 + 6) * 4);
+    EXPECT_EQ(g.inter_node_sent_bytes, 6u * 4);
+    EXPECT_EQ(g.inter_node_received_bytes, 6u * 4);
+    two_level_per_node[node] += g.inter_node_sent_bytes;
+    flat_per_node[node] += flat.counters()[TrafficKind::kGradient].inter_node_sent_bytes;
+  }
+  for (int node = 0; node < 2; ++node) {
+    EXPECT_EQ(two_level_per_node[node], 48u);  // 2 ranks x 6 floats
+    EXPECT_EQ(flat_per_node[node], 72u);       // 2(4-1)/4 x 12 floats
+  }
 }
 
 TEST(CountingCommunicator, ErrorsOfTheWrappedCommunicatorReachWait) {

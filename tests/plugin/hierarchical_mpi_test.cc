@@ -20,6 +20,7 @@
 #include "plugin/comm/mpi/mpi_runtime.h"
 #include "plugin/comm/mpi/node_groups.h"
 #include "plugin/config/config.h"
+#include "plugin/config/params.h"
 
 namespace gw {
 namespace {
@@ -201,6 +202,64 @@ TEST(HierarchicalAllreduce, RefusesLevelsThatDoNotMultiplyToTheWorld) {
       HierarchicalCommunicator(make_mpi_world_communicator(), make_mpi_world_communicator(),
                                make_mpi_world_communicator()),
       std::invalid_argument);
+}
+
+// make_mpi_world_communicator under GRADWIRE_HIERARCHICAL and GRADWIRE_HIERARCHY_LOCAL_SIZE
+// (Note [Choosing the hierarchy]): auto takes two levels only with several nodes of several ranks,
+// 1 insists (and refuses device buffers), 0 stays flat; every form knows the nodes, and the
+// world communicator's allreduce sums.
+TEST(WorldCommunicator, ChoosesTheHierarchyAsTheSettingsSay) {
+  const int n = world_size();
+  const auto make = [&](const std::string& setting, int local, bool device, HierarchyChoice& c) {
+    config::Config cfg;
+    cfg.set(config::keys::kHierarchical, setting);
+    cfg.set(config::keys::kHierarchyLocalSize, std::to_string(local));
+    return make_mpi_world_communicator(cfg, device, &c);
+  };
+  for (int l : local_sizes(n)) {
+    SCOPED_TRACE(where(l, 0));
+    const int nodes = n / l;
+    const bool two_levels = nodes > 1 && l > 1;
+    HierarchyChoice c;
+    auto world = make("auto", l, false, c);
+    EXPECT_EQ(c.enabled, two_levels) << c.reason;
+    EXPECT_EQ(dynamic_cast<HierarchicalCommunicator*>(world.get()) != nullptr, two_levels);
+    EXPECT_EQ(c.nodes, nodes);
+    EXPECT_EQ(c.local_size, l);
+    EXPECT_NE(c.reason.find(two_levels ? "auto: two levels" : "auto: flat"), std::string::npos)
+        << c.reason;
+    std::vector<int> expected_nodes;
+    for (int r = 0; r < n; ++r) expected_nodes.push_back(r / l);
+    EXPECT_EQ(world->node_of_rank(), expected_nodes);
+    std::vector<float> v(1001);
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(world->rank() + i % 7);
+    world->allreduce(v.data(), v.size(), DataType::kFloat32, ReduceOp::kSum,
+                     TrafficKind::kGradient);
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      ASSERT_EQ(v[i], static_cast<float>(n * (n - 1) / 2 + n * static_cast<int>(i % 7))) << i;
+    }
+    EXPECT_NO_THROW(mpi_info(*world));  // the flat level's MPI, for reports
+
+    auto forced = make("1", l, false, c);
+    EXPECT_TRUE(c.enabled);
+    EXPECT_NE(dynamic_cast<HierarchicalCommunicator*>(forced.get()), nullptr);
+    auto off = make("0", l, false, c);
+    EXPECT_FALSE(c.enabled);
+    EXPECT_EQ(dynamic_cast<HierarchicalCommunicator*>(off.get()), nullptr);
+    EXPECT_EQ(off->node_of_rank(), expected_nodes);
+    auto device_auto = make("auto", l, true, c);
+    EXPECT_FALSE(c.enabled);
+    EXPECT_NE(c.reason.find("CUDA device"), std::string::npos) << c.reason;
+    try {
+      make("1", l, true, c);
+      ADD_FAILURE() << "GRADWIRE_HIERARCHICAL=1 with device buffers was accepted";
+    } catch (const config::ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("GRADWIRE_HIERARCHICAL=1: the two-level exchange "
+                                           "carries host buffers only"),
+                std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 }  // namespace

@@ -24,7 +24,7 @@ inline Checkpoint sample_checkpoint() {
   RunFigures& f = c.figures;
   f.epoch_loss_sum = 12.75;
   f.samples = 4096;
-  f.traffic.kinds[0] = {100, 200, 3};
+  f.traffic.kinds[0] = {100, 200, 3, 60, 50};
   f.traffic.kinds[2] = {8, 8, 1};
   f.epoch_traffic_start.kinds[1] = {7, 9, 11};
   EpochResult e;

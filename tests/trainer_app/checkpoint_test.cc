@@ -45,7 +45,6 @@ void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 namespace gw::trainer {
 namespace {
 
-
 // The message of the CheckpointError that parsing `bytes` throws ("" when it parses).
 std::string parse_error(const std::string& bytes) {
   try {
@@ -93,6 +92,8 @@ TEST(CheckpointFormat, RoundTripsToTheSameBytesAndValues) {
   EXPECT_EQ(back.optimizer_state, c.optimizer_state);
   EXPECT_EQ(back.figures.epoch_loss_sum, 12.75);
   EXPECT_EQ(back.figures.traffic.kinds[0].received_bytes, 200u);
+  EXPECT_EQ(back.figures.traffic.kinds[0].inter_node_sent_bytes, 60u);
+  EXPECT_EQ(back.figures.traffic.kinds[0].inter_node_received_bytes, 50u);
   EXPECT_EQ(back.figures.epoch_traffic_start.kinds[1].calls, 11u);
   ASSERT_EQ(back.figures.epochs.size(), 1u);
   EXPECT_EQ(back.figures.epochs[0].gradient_bytes_sent, 1234u);
@@ -164,9 +165,9 @@ TEST(CheckpointFormat, ForeignFilesAndOtherVersionsAreRefused) {
                 .find("not a gradwire_train checkpoint"),
             std::string::npos);
   std::string bytes = serialize_checkpoint(sample_checkpoint());
-  put_u32(bytes, 8, 2);
+  put_u32(bytes, 8, 1);  // version 1 had no inter-node traffic counters
   fix_crc(bytes);
-  EXPECT_NE(parse_error(bytes).find("format version 2; this program reads version 1"),
+  EXPECT_NE(parse_error(bytes).find("format version 1; this program reads version 2"),
             std::string::npos);
 }
 
@@ -194,7 +195,8 @@ TEST(CheckpointFormat, ForgedLengthsAreRefusedBeforeAllocating) {
   refused_small(forged, "the parameter count is 2305843009213693952, which needs more than");
   // The epoch, evaluation and averaging point counts (RPRT), and the TIME counts.
   const std::size_t report = section_length_at(good, "RPRT") + 8;
-  const std::size_t epochs_at = report + 8 + 8 + 2 * 9 * 8;
+  // Two traffic records (now and at the epoch's start): 3 kinds x 5 u64 each.
+  const std::size_t epochs_at = report + 8 + 8 + 2 * 15 * 8;
   forged = good;
   put_u64(forged, epochs_at, ~std::uint64_t{0});
   refused_small(forged, "the epoch count is 18446744073709551615, which needs more than");

@@ -276,8 +276,8 @@ const char* to_string(MpiWait wait) {
 MpiWait parse_mpi_wait(std::string_view text) {
   constexpr MpiWait kWaits[] = {MpiWait::kAuto, MpiWait::kBlock, MpiWait::kYield};
   if (const auto wait = find_by_name(text, kWaits)) return *wait;
-  throw std::invalid_argument("MPI wait mode '" + std::string(text) + "' is not one of: " +
-                              names_of(kWaits));
+  throw std::invalid_argument("MPI wait mode '" + std::string(text) +
+                              "' is not one of: " + names_of(kWaits));
 }
 
 MpiCommunicator::MpiCommunicator(MPI_Comm comm, MpiWait wait) {
@@ -365,6 +365,15 @@ void MpiCommunicator::resolve_wait(MpiWait requested) {
                                           "than slots"
                                         : "a node has more ranks than CPUs";
   wait_reason_ = std::string("auto: ") + to_string(wait_) + ", " + why + " (" + here + ")";
+}
+
+void MpiCommunicator::set_node_of_rank(std::vector<int> nodes) {
+  if (static_cast<int>(nodes.size()) != size_) {
+    throw std::invalid_argument(
+        "MpiCommunicator::set_node_of_rank: " + std::to_string(nodes.size()) + " entries for " +
+        std::to_string(size_) + " ranks");
+  }
+  node_of_rank_ = std::move(nodes);
 }
 
 MpiCommunicator::~MpiCommunicator() {

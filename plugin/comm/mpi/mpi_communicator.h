@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kernels/stream.h"
 #include "plugin/comm/communicator.h"
@@ -58,6 +59,9 @@ class MpiCommunicator : public Communicator {
                  TrafficKind kind) override;
 
   MPI_Comm handle() const { return comm_; }
+  // Where the ranks are (find_node_groups), for node_of_rank(); one entry per rank.
+  void set_node_of_rank(std::vector<int> nodes);
+  std::vector<int> node_of_rank() const override { return node_of_rank_; }
   // How this communicator waits (kBlock or kYield, never kAuto), and why, in words.
   MpiWait wait_mode() const { return wait_; }
   const std::string& wait_reason() const { return wait_reason_; }
@@ -106,6 +110,7 @@ class MpiCommunicator : public Communicator {
   bool cuda_usable_ = false;
   kernels::PinnedBuffer<unsigned char> staging_;
   kernels::Stream staging_stream_ = kernels::Stream::host();
+  std::vector<int> node_of_rank_;
 };
 
 }  // namespace gw

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "plugin/comm/mpi/mpi_communicator.h"
+#include "plugin/comm/mpi/node_groups.h"
 #include "plugin/config/params.h"
 
 namespace gw {
@@ -94,8 +95,9 @@ MpiRuntime::~MpiRuntime() {
   if (!mpi_running()) return;
   if (std::uncaught_exceptions() > uncaught_ && !config::ConfigError::every_rank_error_alive()) {
     // Unwinding: MPI_Finalize would wait for peers that wait for this rank. Whoever catches the
-    // exception ends the job; if nobody does, the exit handler will (Note [Ending the job on an error]).
-    // An error every rank threw together is the exception: every rank finalizes.
+    // exception ends the job; if nobody does, the exit handler will
+    // (Note [Ending the job on an error]). An error every rank threw together is the exception:
+    // every rank finalizes.
     g_left_running.store(true);
     return;
   }
@@ -130,10 +132,11 @@ int run_mpi_main(int* argc, char*** argv, const char* program, const std::functi
   MpiRuntime mpi(argc, argv);
   // An error every rank threw together ends through MPI_Finalize (mpi's destructor, after the
   // catch); any other through MPI_Abort.
-  const auto end_with = [program](const char* what, const char* message, int code,
-                                  bool every_rank, bool same_text = false) {
+  const auto end_with = [program](const char* what, const char* message, int code, bool every_rank,
+                                  bool same_text = false) {
     // The same text from every rank is printed by rank 0 alone.
-    if (!same_text || MpiRuntime::world_rank() == 0) MpiRuntime::print_error(program, what, message);
+    if (!same_text || MpiRuntime::world_rank() == 0)
+      MpiRuntime::print_error(program, what, message);
     if (!every_rank) MpiRuntime::abort_job(code);
     return code;
   };
@@ -182,10 +185,58 @@ std::unique_ptr<Communicator> make_mpi_world_communicator() {
   return make_mpi_world_communicator(config::Config::from_environment());
 }
 
-std::unique_ptr<Communicator> make_mpi_world_communicator(const config::Config& config) {
+// Note [Choosing the hierarchy]
+// GRADWIRE_HIERARCHICAL=auto takes the two-level allreduce (Note [Hierarchical allreduce]) when it
+// can only save network bytes: more than one node, more than one rank on each, the same number on
+// every node, and host buffers. With one node there is no network to spare; with one rank per node
+// the node-local stages are empty and the cross stage is the flat allreduce; nodes of different
+// sizes have no common shard layout. Device buffers stay flat, as the two-level exchange stages
+// nothing. GRADWIRE_HIERARCHICAL=1 insists: unequal nodes or device buffers are then an error
+// rather than a quiet fallback. The nodes are found in every case (find_node_groups), so that the
+// flat communicator knows them too and the counters can split intra- from inter-node bytes.
+std::unique_ptr<Communicator> make_mpi_world_communicator(const config::Config& config,
+                                                          bool device_buffers,
+                                                          HierarchyChoice* chosen) {
   install_handlers();  // also for programs that start MPI themselves
-  return std::make_unique<MpiCommunicator>(
-      MPI_COMM_WORLD, parse_mpi_wait(config.get_string(config::keys::kMpiWait)));
+  const MpiWait wait = parse_mpi_wait(config.get_string(config::keys::kMpiWait));
+  const std::string& setting = config.get_string(config::keys::kHierarchical);
+  const auto local = static_cast<int>(config.get_int(config::keys::kHierarchyLocalSize));
+  const NodeGroups groups = find_node_groups(MPI_COMM_WORLD, local, setting == "1");
+  HierarchyChoice c;
+  c.nodes = groups.nodes;
+  c.local_size = groups.local_size;
+  c.source = groups.source;
+  const std::string shape = std::to_string(groups.nodes) + " node(s) x " +
+                            std::to_string(groups.local_size) + " rank(s), from " + groups.source;
+  if (setting == "1" && device_buffers) {
+    throw config::ConfigError(
+        "GRADWIRE_HIERARCHICAL=1: the two-level exchange carries host buffers only, and this "
+        "program exchanges CUDA device buffers; accepted here: 0 or auto (the flat exchange)",
+        config::ConfigError::SameOnEveryRank{});
+  }
+  if (setting == "0") {
+    c.reason = "GRADWIRE_HIERARCHICAL=0: flat (" + shape + ")";
+  } else if (setting == "1") {
+    c.enabled = true;
+    c.reason = "GRADWIRE_HIERARCHICAL=1: two levels, " + shape;
+  } else if (device_buffers) {
+    c.reason = "auto: flat, as the buffers are on a CUDA device (" + shape + ")";
+  } else if (!groups.equal) {
+    c.reason = "auto: flat, as the nodes hold different numbers of ranks (" + groups.sizes +
+               ", from " + groups.source + ")";
+  } else if (groups.nodes == 1) {
+    c.reason = "auto: flat, as there is one node (" + shape + ")";
+  } else if (groups.local_size == 1) {
+    c.reason = "auto: flat, as there is one rank per node (" + shape + ")";
+  } else {
+    c.enabled = true;
+    c.reason = "auto: two levels, " + shape;
+  }
+  if (chosen != nullptr) *chosen = c;
+  if (c.enabled) return make_hierarchical_mpi_communicator(MPI_COMM_WORLD, groups, wait);
+  auto flat = std::make_unique<MpiCommunicator>(MPI_COMM_WORLD, wait);
+  flat->set_node_of_rank(groups.node_of_rank);
+  return flat;
 }
 
 std::string mpi_library_version() {
@@ -208,7 +259,9 @@ std::string mpi_library_version() {
 }
 
 MpiInfo mpi_info(const Communicator& world) {
-  const auto* mpi = dynamic_cast<const MpiCommunicator*>(&world);
+  const Communicator* flat = &world;
+  if (const auto* two = dynamic_cast<const HierarchicalCommunicator*>(&world)) flat = &two->flat();
+  const auto* mpi = dynamic_cast<const MpiCommunicator*>(flat);
   if (mpi == nullptr) {
     throw std::invalid_argument("mpi_info: not a communicator from make_mpi_world_communicator");
   }

@@ -34,17 +34,18 @@ void check(int rc, const char* call, int rank) {
 
 }  // namespace
 
-NodeGroups find_node_groups(MPI_Comm comm, int local_size_setting) {
+NodeGroups find_node_groups(MPI_Comm comm, int local_size_setting, bool require_equal) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   int my_key = 0;  // the lowest world rank of this rank's node
   if (local_size_setting > 0) {
     if (size % local_size_setting != 0) {
-      fail_everywhere("nodes of " + std::to_string(local_size_setting) +
+      fail_everywhere("GRADWIRE_HIERARCHY_LOCAL_SIZE=" + std::to_string(local_size_setting) +
+                      ": nodes of " + std::to_string(local_size_setting) +
                       " ranks do not divide the " + std::to_string(size) +
-                      " ranks of the job; accepted: a local size that " +
-                      "divides the world size (or 0: the nodes MPI reports)");
+                      " ranks of the job; accepted: a local size that divides the world size, " +
+                      "or 0 (the nodes MPI reports)");
     }
     my_key = rank / local_size_setting * local_size_setting;
   } else {
@@ -72,18 +73,23 @@ NodeGroups find_node_groups(MPI_Comm comm, int local_size_setting) {
     equal = equal && n == g.local_size;
     sizes += (sizes.empty() ? "" : ", ") + std::to_string(n);
   }
-  if (!equal) {
+  g.equal = equal;
+  g.sizes = sizes;
+  if (!equal && require_equal) {
     fail_everywhere(
         "the hierarchical exchange needs the same number of ranks on every node, but "
         "the " +
         std::to_string(g.nodes) + " nodes MPI reports hold " + sizes +
-        " ranks; launch the same number per node, give the local size to group the ranks "
-        "yourself, or use the flat exchange");
+        " ranks; launch the same number per node, set GRADWIRE_HIERARCHY_LOCAL_SIZE to group "
+        "the ranks yourself, or GRADWIRE_HIERARCHICAL=0 for the flat exchange");
   }
   g.node = static_cast<int>(std::distance(ranks_of.begin(), ranks_of.find(my_key)));
   g.local_rank = 0;
   for (int r = 0; r < rank; ++r) {
     if (keys[static_cast<std::size_t>(r)] == my_key) ++g.local_rank;
+  }
+  for (int k : keys) {
+    g.node_of_rank.push_back(static_cast<int>(std::distance(ranks_of.begin(), ranks_of.find(k))));
   }
   g.source = local_size_setting > 0 ? "local size " + std::to_string(local_size_setting)
                                     : std::string("MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)");
@@ -109,6 +115,7 @@ std::unique_ptr<HierarchicalCommunicator> make_hierarchical_mpi_communicator(
     }
   } free_splits{&local, &cross};
   auto flat = std::make_unique<MpiCommunicator>(comm, wait);
+  flat->set_node_of_rank(groups.node_of_rank);
   auto node = std::make_unique<MpiCommunicator>(local, wait);
   auto across = std::make_unique<MpiCommunicator>(cross, wait);
   return std::make_unique<HierarchicalCommunicator>(std::move(flat), std::move(node),
