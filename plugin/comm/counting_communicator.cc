@@ -96,12 +96,15 @@ CountingCommunicator::Bytes CountingCommunicator::allgatherv_bytes(
     const std::vector<std::size_t>& recv_counts, std::size_t send_count, DataType type) const {
   const std::uint64_t element = size_of(type);
   const auto self = static_cast<std::size_t>(rank());
+  const auto n = static_cast<std::size_t>(size());
   Bytes b;
   std::uint64_t remote_ranks = 0;
+  // A count vector of the wrong size (which the wrapped communicator then refuses, uncounted) is
+  // never looked up past the nodes' end.
   for (std::size_t q = 0; q < recv_counts.size(); ++q) {
     if (q == self) continue;
     b.received += recv_counts[q];
-    if (remote(q)) {
+    if (q < n && remote(q)) {
       ++remote_ranks;
       b.inter_received += recv_counts[q];
     }
