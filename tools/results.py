@@ -274,8 +274,15 @@ class Accuracy:
             bytes_text = f"{nbytes(s.figure('/exchange_bytes_per_step'))} B/step"
         elif aw is not None:
             bytes_text = f"{ratio(aw)} fewer gradient bytes after warm-up ({ratio(ex)} overall)"
+        elif ex is not None and ex < 1:
+            bytes_text = f"{ratio(1 / ex)} more bytes"
         else:
             bytes_text = f"{ratio(ex)} fewer bytes"
+        if all((r.get("topology") or {}).get("hierarchical") for r in s.reports):
+            # Two levels: what matters is what leaves a node, not the bytes inside it.
+            inter = s.figure("/traffic/gradient/inter_node_sent_bytes_per_step_max_node")
+            bytes_text += (f"; {nbytes(inter)} gradient B/step leave each node (two levels, "
+                           "docs/TOPOLOGY.md)")
         return acc_text, bytes_text
 
     def readme_table(self):
