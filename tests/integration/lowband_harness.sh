@@ -94,14 +94,16 @@ lifecycle)
   done
   grep -q "running" "$work/i.log" || { cat "$work/i.log"; fail "the job never started"; }
   sleep 3
-  pgrep -f "$bin/gradwire_train" > /dev/null || fail "no gradwire_train running before SIGINT"
+  # This run's trainers only (their --report is under $work/i_runs): other tests of the suite may
+  # run gradwire_train from the same folder at the same time.
+  pgrep -f "$work/i_runs/" > /dev/null || fail "no gradwire_train running before SIGINT"
   kill -INT "$pid"
   wait "$pid"; rc=$?
   cat "$work/i.log" | tail -n 3
   [ "$rc" -eq 130 ] || fail "exit $rc after SIGINT, expected 130"
   [ -z "$(leftovers)" ] || fail "namespaces left after SIGINT: $(leftovers)"
   sleep 1
-  ! pgrep -f "$bin/gradwire_train" > /dev/null || fail "gradwire_train still running after SIGINT"
+  ! pgrep -f "$work/i_runs/" > /dev/null || fail "gradwire_train still running after SIGINT"
   echo "ok: leftovers refused and cleaned; SIGINT removes the job and the namespaces"
   ;;
 smoke)
