@@ -5,7 +5,8 @@ import os
 import platform
 import shutil
 
-from .common import PREFIX, HarnessError, log, sh
+from .cluster import Cluster
+from .common import HarnessError, log, sh
 from .launch import launcher_version
 
 # TCP payload per Ethernet frame with a 1500-byte MTU and TCP timestamps: tbf counts whole frames.
@@ -154,7 +155,7 @@ def host_link_bytes(before, after, hosts, steps):
     step: the busiest host's and the mean."""
     sent = []
     for i in range(hosts):
-        key = f"{PREFIX}-h{i}/eth0"
+        key = f"{Cluster.host_ns(i)}/eth0"  # as Cluster.qdisc_stats names a host's egress
         if key in before and key in after:
             sent.append(after[key]["sent_bytes"] - before[key]["sent_bytes"])
     if len(sent) != hosts or steps <= 0:

@@ -1,6 +1,5 @@
 #include "plugin/comm/counting_communicator.h"
 
-#include <numeric>
 #include <stdexcept>
 #include <string>
 
