@@ -64,6 +64,13 @@ inline std::size_t split_k(std::size_t k, std::size_t ranks) {
   const std::size_t kept = kSplitShares * ((k + ranks - 1) / ranks);
   return kept < k ? kept : k;
 }
+// The most pairs a node's merged message keeps of one range of a tensor whose plan allows k, under
+// the split over two levels (Note [Sparse allreduce over two levels], plugin/bucket_exchange.h):
+// one share, so that a node sends about what one rank would.
+inline std::size_t node_merge_k(std::size_t k, std::size_t ranks) {
+  const std::size_t kept = (k + ranks - 1) / ranks;
+  return kept < k ? kept : k;
+}
 
 // Note [Plans agree across ranks]
 // The plan decides which collectives run and their sizes (the dense part's element count, the

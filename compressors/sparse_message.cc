@@ -154,12 +154,13 @@ std::size_t max_message_words(const ExchangePlan& plan) {
 
 void check_message_sizes(const BucketView& bucket, const ExchangePlan& plan,
                          const std::vector<std::int64_t>& announced,
-                         std::vector<std::size_t>& words_per_rank) {
+                         std::vector<std::size_t>& words_per_rank,
+                         const std::vector<int>* senders) {
   const std::size_t most = max_message_words(plan);
   words_per_rank.resize(announced.size());
   for (std::size_t r = 0; r < announced.size(); ++r) {
     if (announced[r] < 0 || static_cast<std::uint64_t>(announced[r]) > most) {
-      reject(static_cast<int>(r), bucket,
+      reject(senders != nullptr ? senders->at(r) : static_cast<int>(r), bucket,
              "it announces " + std::to_string(announced[r]) +
                  " words; this step's plan allows at most " + std::to_string(most));
     }
@@ -167,11 +168,11 @@ void check_message_sizes(const BucketView& bucket, const ExchangePlan& plan,
   }
 }
 
-void validate_sparse_messages(const BucketView& bucket, const ExchangePlan& plan,
-                              const std::uint32_t* words,
-                              const std::vector<std::size_t>& words_per_rank,
-                              SparseSegments& segments, const kernels::Stream& stream,
-                              int first_rank) {
+namespace {
+void validate_messages(const BucketView& bucket, const ExchangePlan& plan,
+                       const std::uint32_t* words, const std::vector<std::size_t>& words_per_rank,
+                       SparseSegments& segments, const kernels::Stream& stream, int first_rank,
+                       const std::vector<int>* senders) {
   const std::size_t tensors = plan.sparse.size();
   segments.offset.assign(words_per_rank.size() * tensors, 0);
   segments.count.assign(words_per_rank.size() * tensors, 0);
@@ -190,7 +191,7 @@ void validate_sparse_messages(const BucketView& bucket, const ExchangePlan& plan
   }
   std::size_t offset = 0, out = 0;
   for (std::size_t r = 0; r < words_per_rank.size(); ++r) {
-    const int rank = first_rank + static_cast<int>(r);
+    const int rank = senders != nullptr ? (*senders)[r] : first_rank + static_cast<int>(r);
     const std::size_t size = words_per_rank[r];
     std::size_t at = 0;
     for (std::size_t j = 0; j < tensors; ++j) {
@@ -219,6 +220,28 @@ void validate_sparse_messages(const BucketView& bucket, const ExchangePlan& plan
     }
     offset += size;
   }
+}
+}  // namespace
+
+void validate_sparse_messages(const BucketView& bucket, const ExchangePlan& plan,
+                              const std::uint32_t* words,
+                              const std::vector<std::size_t>& words_per_rank,
+                              SparseSegments& segments, const kernels::Stream& stream,
+                              int first_rank) {
+  validate_messages(bucket, plan, words, words_per_rank, segments, stream, first_rank, nullptr);
+}
+
+void validate_sparse_messages(const BucketView& bucket, const ExchangePlan& plan,
+                              const std::uint32_t* words,
+                              const std::vector<std::size_t>& words_per_rank,
+                              SparseSegments& segments, const kernels::Stream& stream,
+                              const std::vector<int>& senders) {
+  if (senders.size() != words_per_rank.size()) {
+    throw std::invalid_argument("validate_sparse_messages: " + std::to_string(senders.size()) +
+                                " senders for " + std::to_string(words_per_rank.size()) +
+                                " messages");
+  }
+  validate_messages(bucket, plan, words, words_per_rank, segments, stream, 0, &senders);
 }
 
 void accumulate_sparse_messages(const BucketView& bucket, const ExchangePlan& plan,

@@ -64,10 +64,12 @@ class SparseMessageWriter {
 std::size_t max_message_words(const ExchangePlan& plan);
 
 // Checks the message lengths every rank announced (before anything is received) against the most
-// the plan allows, and writes them to words_per_rank; throws PayloadError naming the sender.
+// the plan allows, and writes them to words_per_rank; throws PayloadError naming the sender: entry
+// r's is rank r, or senders[r] where given.
 void check_message_sizes(const BucketView& bucket, const ExchangePlan& plan,
                          const std::vector<std::int64_t>& announced,
-                         std::vector<std::size_t>& words_per_rank);
+                         std::vector<std::size_t>& words_per_rank,
+                         const std::vector<int>* senders = nullptr);
 
 // Where each rank's pairs for each sparse tensor lie, once validated: entry r * (sparse tensors)
 // + j. On the pairs wire, in the received words; on the compact wire, in `decoded` (the segments
@@ -90,6 +92,12 @@ void validate_sparse_messages(const BucketView& bucket, const ExchangePlan& plan
                               SparseSegments& segments,
                               const kernels::Stream& stream = kernels::Stream::host(),
                               int first_rank = 0);
+// The same, for messages whose senders are not consecutive: message r's is senders[r].
+void validate_sparse_messages(const BucketView& bucket, const ExchangePlan& plan,
+                              const std::uint32_t* words,
+                              const std::vector<std::size_t>& words_per_rank,
+                              SparseSegments& segments, const kernels::Stream& stream,
+                              const std::vector<int>& senders);
 
 // After validation: sets each sparse tensor of the bucket to the sum of every rank's pairs, added
 // rank by rank in rank order (bit-identical on every rank and device).

@@ -59,7 +59,10 @@ const compressors::ExchangePlan& BucketExchange::run(Communicator& comm,
     stream.synchronize();
     comm.allreduce(q, plan.q_count(), DataType::kFloat32, ReduceOp::kSum, kind);
   }
-  if (split) {
+  const Levels* levels = split ? comm.levels() : nullptr;
+  if (levels != nullptr && levels->local->size() > 1 && levels->cross->size() > 1) {
+    exchange_split_levels(*levels, compressor, bucket, plan, kind);
+  } else if (split) {
     exchange_split(comm, compressor, bucket, plan, kind);
   } else if (!plan.sparse.empty()) {
     // Each rank's message length first (it sends at most k pairs per tensor, often fewer).
@@ -99,96 +102,315 @@ void BucketExchange::exchange_split(Communicator& comm, compressors::Compressor&
   const auto me = static_cast<std::size_t>(comm.rank());
 
   // Step 1: rank r gets this rank's pairs in its ranges; the sizes go first.
-  send_sizes_.resize(un);
-  send_words_.resize(un);
-  std::size_t total = 0;
-  for (std::size_t r = 0; r < un; ++r) {
-    send_words_[r] = to_[r].size();
-    send_sizes_[r] = static_cast<std::int64_t>(to_[r].size());
-    total += to_[r].size();
-  }
-  sizes_.resize(un);
-  ones_.assign(un, 1);
-  comm.alltoallv(send_sizes_.data(), ones_, sizes_.data(), ones_, DataType::kInt64,
-                 TrafficKind::kControl);
-  compressors::check_message_sizes(bucket, plan, sizes_, words_per_rank_);
-  // Never null, even with nothing to send: a routed communicator picks its backend from the
-  // buffers, and every rank must pick the same (Note [Host buffers beside NCCL]).
-  std::uint32_t* packed = packed_.reserve_discard(std::max<std::size_t>(total, 1), stream);
-  std::size_t at = 0;
-  for (std::size_t r = 0; r < un; ++r) {
-    kernels::copy_bytes(packed + at, to_[r].data(), to_[r].size() * sizeof(std::uint32_t), stream);
-    at += to_[r].size();
-  }
-  std::size_t incoming = 0;
-  for (std::size_t words : words_per_rank_) incoming += words;
-  std::uint32_t* received = received_.reserve_discard(std::max<std::size_t>(incoming, 1), stream);
-  stream.synchronize();
-  comm.alltoallv(packed, send_words_, received, words_per_rank_, DataType::kInt32, kind);
+  const std::uint32_t* received =
+      alltoall_messages(comm, to_, bucket, plan, nullptr, kind, stream, words_per_rank_);
 
   // This rank's ranges, laid out one after another in sums_: what step 1's messages are checked
   // against and summed into.
-  mine_ = bucket;
-  std::size_t mine_numel = 0;
-  for (std::size_t pos : plan.sparse) {
-    const compressors::SplitRange range = split_range(bucket.tensors[pos].numel, un, me);
-    mine_.tensors[pos].offset = mine_numel;
-    mine_.tensors[pos].numel = range.len;
-    mine_numel += range.len;
-  }
-  mine_.data = sums_.reserve_discard(mine_numel, stream);
-  mine_.numel = mine_numel;
+  float* sums =
+      sums_.reserve_discard(std::max<std::size_t>(range_numel(bucket, plan, un, me), 1), stream);
+  lay_out_range(bucket, plan, un, me, sums, mine_);
   compressors::validate_sparse_messages(mine_, plan, received, words_per_rank_, segments_, stream);
   compressors::accumulate_sparse_messages(mine_, plan, received, segments_, stream);
 
   // Step 2: keep the largest of the sums; the rest goes back into this rank's residual.
-  kept_plan_ = plan;
-  for (std::size_t j = 0; j < plan.k.size(); ++j)
-    kept_plan_.k[j] = compressors::split_k(plan.k[j], un);
-  kept_.clear();
-  kept_.reserve(compressors::max_message_words(kept_plan_), stream);
-  for (std::size_t j = 0; j < plan.sparse.size(); ++j) {
-    const compressors::TensorSlot& t = bucket.tensors[plan.sparse[j]];
-    const compressors::TensorSlot& m = mine_.tensors[plan.sparse[j]];
-    compressor.reselect(t, mine_.data + m.offset, split_range(t.numel, un, me).begin, m.numel,
-                        kept_plan_.k[j], plan.sparse_wire, kept_);
-  }
+  keep_range(compressor, bucket, plan, un, me);
 
   // Step 3: every rank's kept pairs to every rank, each checked against its sender's ranges.
   const auto mine = static_cast<std::int64_t>(kept_.size());
   comm.allgatherv(&mine, 1, sizes_.data(), ones_, DataType::kInt64, TrafficKind::kControl);
   compressors::check_message_sizes(bucket, kept_plan_, sizes_, kept_words_);
-  total = 0;
+  std::size_t total = 0;
   for (std::size_t words : kept_words_) total += words;
   std::uint32_t* all_kept = received_kept_.reserve_discard(total, stream);
   stream.synchronize();
   comm.allgatherv(kept_.data(), kept_.size(), all_kept, kept_words_, DataType::kInt32, kind);
-  ranges_.resize(un, bucket);
-  kept_segments_.resize(un);
+  kept_offset_.resize(un);
   std::size_t offset = 0;
   for (std::size_t r = 0; r < un; ++r) {
+    kept_offset_[r] = offset;
+    offset += kept_words_[r];
+  }
+  validate_kept(bucket, plan, un, nullptr, stream);
+}
+
+const std::uint32_t* BucketExchange::alltoall_messages(
+    Communicator& comm, const std::vector<compressors::SparseMessageWriter>& out,
+    const compressors::BucketView& bucket, const compressors::ExchangePlan& plan,
+    const std::vector<int>* senders, TrafficKind kind, const kernels::Stream& stream,
+    std::vector<std::size_t>& words) {
+  const auto un = static_cast<std::size_t>(comm.size());
+  send_sizes_.resize(un);
+  send_words_.resize(un);
+  std::size_t total = 0;
+  for (std::size_t r = 0; r < un; ++r) {
+    send_words_[r] = out[r].size();
+    send_sizes_[r] = static_cast<std::int64_t>(out[r].size());
+    total += out[r].size();
+  }
+  sizes_.resize(un);
+  ones_.assign(un, 1);
+  comm.alltoallv(send_sizes_.data(), ones_, sizes_.data(), ones_, DataType::kInt64,
+                 TrafficKind::kControl);
+  compressors::check_message_sizes(bucket, plan, sizes_, words, senders);
+  // Never null, even with nothing to send: a routed communicator picks its backend from the
+  // buffers, and every rank must pick the same (Note [Host buffers beside NCCL]).
+  std::uint32_t* packed = packed_.reserve_discard(std::max<std::size_t>(total, 1), stream);
+  std::size_t at = 0;
+  for (std::size_t r = 0; r < un; ++r) {
+    kernels::copy_bytes(packed + at, out[r].data(), out[r].size() * sizeof(std::uint32_t), stream);
+    at += out[r].size();
+  }
+  std::size_t incoming = 0;
+  for (std::size_t w : words) incoming += w;
+  std::uint32_t* received = received_.reserve_discard(std::max<std::size_t>(incoming, 1), stream);
+  stream.synchronize();
+  comm.alltoallv(packed, send_words_, received, words, DataType::kInt32, kind);
+  return received;
+}
+
+void BucketExchange::keep_range(compressors::Compressor& compressor,
+                                const compressors::BucketView& bucket,
+                                const compressors::ExchangePlan& plan, std::size_t ranges,
+                                std::size_t r) {
+  kept_plan_ = plan;
+  for (std::size_t t = 0; t < plan.k.size(); ++t)
+    kept_plan_.k[t] = compressors::split_k(plan.k[t], ranges);
+  kept_.clear();
+  kept_.reserve(compressors::max_message_words(kept_plan_), compressor.stream());
+  reselect_range(compressor, bucket, plan, kept_plan_, ranges, r, mine_, kept_);
+}
+
+void BucketExchange::validate_kept(const compressors::BucketView& bucket,
+                                   const compressors::ExchangePlan& plan, std::size_t ranges,
+                                   const std::vector<int>* world_rank,
+                                   const kernels::Stream& stream) {
+  ranges_.resize(ranges, bucket);
+  kept_segments_.resize(ranges);
+  for (std::size_t r = 0; r < ranges; ++r) {
     ranges_[r] = bucket;
     for (std::size_t pos : plan.sparse) {
-      const compressors::SplitRange range = split_range(bucket.tensors[pos].numel, un, r);
+      const compressors::SplitRange range =
+          compressors::split_range(bucket.tensors[pos].numel, ranges, r);
       ranges_[r].tensors[pos].offset += range.begin;
       ranges_[r].tensors[pos].numel = range.len;
     }
     one_rank_words_.assign(1, kept_words_[r]);
-    compressors::validate_sparse_messages(ranges_[r], kept_plan_, all_kept + offset,
-                                          one_rank_words_, kept_segments_[r], stream,
-                                          static_cast<int>(r));
-    offset += kept_words_[r];
+    compressors::validate_sparse_messages(
+        ranges_[r], kept_plan_, received_kept_.data() + kept_offset_[r], one_rank_words_,
+        kept_segments_[r], stream, world_rank != nullptr ? (*world_rank)[r] : static_cast<int>(r));
   }
 }
 
 void BucketExchange::accumulate_split(const kernels::Stream& stream) {
-  // Rank r's pairs land in range r of each tensor; the ranges cover every tensor, so each element
-  // is zeroed once and written by its range's owner alone.
-  std::size_t offset = 0;
+  // Range r's kept pairs land in range r of each tensor; the ranges cover every tensor, so each
+  // element is zeroed once and written from its range's message alone.
   for (std::size_t r = 0; r < ranges_.size(); ++r) {
-    compressors::accumulate_sparse_messages(ranges_[r], kept_plan_, received_kept_.data() + offset,
-                                            kept_segments_[r], stream);
-    offset += kept_words_[r];
+    compressors::accumulate_sparse_messages(
+        ranges_[r], kept_plan_, received_kept_.data() + kept_offset_[r], kept_segments_[r], stream);
+  }
+}
+
+std::size_t BucketExchange::range_numel(const compressors::BucketView& bucket,
+                                        const compressors::ExchangePlan& plan, std::size_t ranges,
+                                        std::size_t r) {
+  std::size_t numel = 0;
+  for (std::size_t pos : plan.sparse)
+    numel += compressors::split_range(bucket.tensors[pos].numel, ranges, r).len;
+  return numel;
+}
+
+void BucketExchange::lay_out_range(const compressors::BucketView& bucket,
+                                   const compressors::ExchangePlan& plan, std::size_t ranges,
+                                   std::size_t r, float* data, compressors::BucketView& view) {
+  view = bucket;
+  std::size_t numel = 0;
+  for (std::size_t pos : plan.sparse) {
+    const compressors::SplitRange range =
+        compressors::split_range(bucket.tensors[pos].numel, ranges, r);
+    view.tensors[pos].offset = numel;
+    view.tensors[pos].numel = range.len;
+    numel += range.len;
+  }
+  view.data = data;
+  view.numel = numel;
+}
+
+// Note [Sparse allreduce over two levels]
+void BucketExchange::exchange_split_levels(const Levels& levels,
+                                           compressors::Compressor& compressor,
+                                           const compressors::BucketView& bucket,
+                                           const compressors::ExchangePlan& plan,
+                                           TrafficKind kind) {
+  using compressors::split_range;
+  const kernels::Stream& stream = compressor.stream();
+  Communicator& local = *levels.local;
+  Communicator& cross = *levels.cross;
+  const auto ln = static_cast<std::size_t>(local.size());
+  const auto nn = static_cast<std::size_t>(cross.size());
+  const std::size_t n = ln * nn;
+  const auto me = static_cast<std::size_t>(local.rank());
+  const auto node = static_cast<std::size_t>(cross.rank());
+  // Range r is owned by node r / ln's local rank r % ln. This rank merges its node's pairs of the
+  // ranges m * ln + me (one per node m) and owns range node * ln + me.
+  local_senders_.resize(ln);
+  for (std::size_t q = 0; q < ln; ++q) local_senders_[q] = levels.world_rank[node * ln + q];
+  cross_senders_.resize(nn);
+  for (std::size_t m = 0; m < nn; ++m) cross_senders_[m] = levels.world_rank[m * ln + me];
+
+  // Step 1: local rank q gets this rank's pairs of the ranges m * ln + q, m = 0..nn-1 (sizes
+  // first: nn per local rank).
+  send_sizes_.resize(ln * nn);
+  send_words_.assign(ln, 0);
+  std::size_t total = 0;
+  for (std::size_t q = 0; q < ln; ++q) {
+    for (std::size_t m = 0; m < nn; ++m) {
+      const std::size_t words = to_[m * ln + q].size();
+      send_sizes_[q * nn + m] = static_cast<std::int64_t>(words);
+      send_words_[q] += words;
+      total += words;
+    }
+  }
+  level_counts_.assign(ln, nn);
+  sizes_.resize(ln * nn);
+  local.alltoallv(send_sizes_.data(), level_counts_, sizes_.data(), level_counts_, DataType::kInt64,
+                  TrafficKind::kControl);
+  entry_senders_.resize(ln * nn);
+  for (std::size_t p = 0; p < ln; ++p)
+    for (std::size_t m = 0; m < nn; ++m) entry_senders_[p * nn + m] = local_senders_[p];
+  compressors::check_message_sizes(bucket, plan, sizes_, words_per_rank_, &entry_senders_);
+  std::uint32_t* packed = packed_.reserve_discard(std::max<std::size_t>(total, 1), stream);
+  std::size_t at = 0;
+  for (std::size_t q = 0; q < ln; ++q) {
+    for (std::size_t m = 0; m < nn; ++m) {
+      const compressors::SparseMessageWriter& w = to_[m * ln + q];
+      kernels::copy_bytes(packed + at, w.data(), w.size() * sizeof(std::uint32_t), stream);
+      at += w.size();
+    }
+  }
+  recv_words_.assign(ln, 0);
+  std::size_t incoming = 0;
+  for (std::size_t p = 0; p < ln; ++p) {
+    for (std::size_t m = 0; m < nn; ++m) recv_words_[p] += words_per_rank_[p * nn + m];
+    incoming += recv_words_[p];
+  }
+  std::uint32_t* received = received_.reserve_discard(std::max<std::size_t>(incoming, 1), stream);
+  stream.synchronize();
+  local.alltoallv(packed, send_words_, received, recv_words_, DataType::kInt32, kind);
+
+  // What arrived is sender-major; each range's ln messages are put side by side, in local rank
+  // order, and checked against that range.
+  std::uint32_t* by_range = by_range_.reserve_discard(std::max<std::size_t>(incoming, 1), stream);
+  merge_words_.resize(nn);
+  merge_offset_.assign(nn, 0);
+  at = 0;
+  for (std::size_t m = 0; m < nn; ++m) {
+    merge_offset_[m] = at;
+    merge_words_[m].resize(ln);
+    std::size_t from = 0;
+    for (std::size_t p = 0; p < ln; ++p) {
+      std::size_t src = from;
+      for (std::size_t mm = 0; mm < m; ++mm) src += words_per_rank_[p * nn + mm];
+      const std::size_t words = words_per_rank_[p * nn + m];
+      kernels::copy_bytes(by_range + at, received + src, words * sizeof(std::uint32_t), stream);
+      merge_words_[m][p] = words;
+      at += words;
+      from += recv_words_[p];
+    }
+  }
+  // The sums: the nn ranges merged here, then the range this rank owns, back to back.
+  std::size_t sums_numel = 0;
+  for (std::size_t m = 0; m < nn; ++m) sums_numel += range_numel(bucket, plan, n, m * ln + me);
+  sums_numel += range_numel(bucket, plan, n, node * ln + me);
+  float* sums = sums_.reserve_discard(std::max<std::size_t>(sums_numel, 1), stream);
+  merge_views_.resize(nn);
+  merge_segments_.resize(nn);
+  std::size_t sums_at = 0;
+  for (std::size_t m = 0; m < nn; ++m) {
+    lay_out_range(bucket, plan, n, m * ln + me, sums + sums_at, merge_views_[m]);
+    sums_at += merge_views_[m].numel;
+    compressors::validate_sparse_messages(merge_views_[m], plan, by_range + merge_offset_[m],
+                                          merge_words_[m], merge_segments_[m], stream,
+                                          local_senders_);
+  }
+  lay_out_range(bucket, plan, n, node * ln + me, sums + sums_at, mine_);
+
+  // Step 2: the node's sum of each range, cut to one share of k (node_merge_k): the rest goes
+  // into this rank's residual.
+  node_plan_ = plan;
+  for (std::size_t t = 0; t < plan.k.size(); ++t)
+    node_plan_.k[t] = compressors::node_merge_k(plan.k[t], n);
+  merged_.resize(nn);
+  for (std::size_t m = 0; m < nn; ++m) {
+    compressors::accumulate_sparse_messages(merge_views_[m], plan, by_range + merge_offset_[m],
+                                            merge_segments_[m], stream);
+    merged_[m].clear();
+    merged_[m].reserve(compressors::max_message_words(node_plan_), stream);
+    reselect_range(compressor, bucket, plan, node_plan_, n, m * ln + me, merge_views_[m],
+                   merged_[m]);
+  }
+
+  // Step 3: node m's rank `me` gets this node's merged pairs of range m * ln + me (sizes
+  // first).
+  const std::uint32_t* merged = alltoall_messages(cross, merged_, bucket, node_plan_,
+                                                  &cross_senders_, kind, stream, cross_words_);
+  compressors::validate_sparse_messages(mine_, node_plan_, merged, cross_words_, segments_, stream,
+                                        cross_senders_);
+  compressors::accumulate_sparse_messages(mine_, node_plan_, merged, segments_, stream);
+
+  // Step 4: the owner keeps the largest of the nodes' sums (split_k, as the flat split).
+  keep_range(compressor, bucket, plan, n, node * ln + me);
+
+  // Step 5: the kept pairs across (rank `me` of every node), then inside the node, so that every
+  // rank holds every range's; each is checked against its range, naming the rank that kept it.
+  const auto mine = static_cast<std::int64_t>(kept_.size());
+  sizes_.resize(nn);
+  cross.allgatherv(&mine, 1, sizes_.data(), ones_, DataType::kInt64, TrafficKind::kControl);
+  compressors::check_message_sizes(bucket, kept_plan_, sizes_, cross_words_, &cross_senders_);
+  total = 0;
+  for (std::size_t words : cross_words_) total += words;
+  std::uint32_t* node_kept = node_kept_.reserve_discard(std::max<std::size_t>(total, 1), stream);
+  stream.synchronize();
+  cross.allgatherv(kept_.data(), kept_.size(), node_kept, cross_words_, DataType::kInt32, kind);
+  send_sizes_.resize(nn);
+  for (std::size_t m = 0; m < nn; ++m) send_sizes_[m] = static_cast<std::int64_t>(cross_words_[m]);
+  sizes_.resize(ln * nn);
+  local.allgatherv(send_sizes_.data(), nn, sizes_.data(), level_counts_, DataType::kInt64,
+                   TrafficKind::kControl);
+  // Entry q * nn + m is range m * ln + q's, kept by that range's owner.
+  for (std::size_t q = 0; q < ln; ++q)
+    for (std::size_t m = 0; m < nn; ++m) entry_senders_[q * nn + m] = levels.world_rank[m * ln + q];
+  compressors::check_message_sizes(bucket, kept_plan_, sizes_, words_per_rank_, &entry_senders_);
+  recv_words_.assign(ln, 0);
+  incoming = 0;
+  kept_words_.resize(n);
+  kept_offset_.resize(n);
+  for (std::size_t q = 0; q < ln; ++q) {
+    for (std::size_t m = 0; m < nn; ++m) {
+      const std::size_t words = words_per_rank_[q * nn + m];
+      kept_words_[m * ln + q] = words;
+      kept_offset_[m * ln + q] = incoming;
+      recv_words_[q] += words;
+      incoming += words;
+    }
+  }
+  received_kept_.reserve_discard(std::max<std::size_t>(incoming, 1), stream);
+  local.allgatherv(node_kept, total, received_kept_.data(), recv_words_, DataType::kInt32, kind);
+  validate_kept(bucket, plan, n, &levels.world_rank, stream);
+}
+
+void BucketExchange::reselect_range(compressors::Compressor& compressor,
+                                    const compressors::BucketView& bucket,
+                                    const compressors::ExchangePlan& plan,
+                                    const compressors::ExchangePlan& budget, std::size_t ranges,
+                                    std::size_t r, const compressors::BucketView& sums,
+                                    compressors::SparseMessageWriter& out) {
+  for (std::size_t t = 0; t < plan.sparse.size(); ++t) {
+    const compressors::TensorSlot& slot = bucket.tensors[plan.sparse[t]];
+    const compressors::TensorSlot& part = sums.tensors[plan.sparse[t]];
+    compressor.reselect(slot, sums.data + part.offset,
+                        compressors::split_range(slot.numel, ranges, r).begin, part.numel,
+                        budget.k[t], plan.sparse_wire, out);
   }
 }
 

@@ -19,6 +19,32 @@ struct ExchangeTimes {
   kernels::Event encoded, exchanged, decoded;
 };
 
+// Note [Sparse allreduce over two levels]
+// On a communicator with two levels (Communicator::levels(): N nodes of L ranks) the split
+// (Note [Sparse allreduce by split]) runs at both, so that what crosses the network is one node's
+// merged pairs rather than every rank's. The encoder cuts each tensor into n = N L ranges as
+// before; range r belongs to node r / L's local rank r % L (its owner).
+//  1. Node-local alltoallv: local rank q receives its node's pairs of the ranges m L + q, one per
+//     node m (counts first).
+//  2. It sums each of those ranges over its node (in local rank order) and keeps the largest
+//     node_merge_k = ceil(k / n) of each sum, one share: a node's merged message is about as long
+//     as one rank's. What it does not keep goes into its own residual (Compressor::reselect).
+//  3. Cross alltoallv among the ranks with this local rank: each node's merged pairs of range
+//     m L + q go to node m, the range's owner.
+//  4. The owner sums the N nodes' messages, in node order, and keeps split_k = 2 ceil(k / n), as
+//     the flat split; the rest goes into its residual.
+//  5. Cross allgatherv of the kept pairs, then node-local allgatherv of the N messages each rank
+//     now holds, so that every rank has every range's kept pairs and writes them as the flat split
+//     does.
+// The network carries steps 3 and 5: about k (N - 1) / N + 2k (N - 1) / N pairs per node, where
+// the flat split sends L times that across (each of a node's ranks sends its own). Nothing is lost:
+// whatever steps 2 and 4 drop stays in the dropping rank's residual, so summed over the ranks
+// residuals and applied values equal what was accumulated, as in the flat split. The dropped
+// values of step 2 go to the merging rank rather than back to the ranks that sent them: the
+// node-wide sum is what error feedback conserves, and a message back would cost a round inside the
+// node. Every message is checked against its range before anything is added, and an error names
+// the world rank that sent it (or, in step 5, that kept it). The applied values differ from the
+// flat split's: step 2 ranks a node's sums rather than the world's.
 class BucketExchange {
  public:
   // Afterwards bucket.data holds, per tensor, the sum over ranks, except the dense part of an fp16
@@ -45,6 +71,46 @@ class BucketExchange {
                       const compressors::BucketView& bucket, const compressors::ExchangePlan& plan,
                       TrafficKind kind);
   void accumulate_split(const kernels::Stream& stream);
+  // The same over two levels (Note [Sparse allreduce over two levels]).
+  void exchange_split_levels(const Levels& levels, compressors::Compressor& compressor,
+                             const compressors::BucketView& bucket,
+                             const compressors::ExchangePlan& plan, TrafficKind kind);
+  // Sends out[d] to rank d of `comm` (the lengths first, checked against `plan`'s most and naming
+  // senders[d] or rank d) and returns what arrived, rank by rank in received_; `words` receives
+  // each sender's length.
+  const std::uint32_t* alltoall_messages(Communicator& comm,
+                                         const std::vector<compressors::SparseMessageWriter>& out,
+                                         const compressors::BucketView& bucket,
+                                         const compressors::ExchangePlan& plan,
+                                         const std::vector<int>* senders, TrafficKind kind,
+                                         const kernels::Stream& stream,
+                                         std::vector<std::size_t>& words);
+  // The split's keeping step for range r of `ranges` (its sums in mine_): kept_plan_ allows
+  // split_k of each tensor's k, and kept_ receives the largest; the rest goes into the residual.
+  void keep_range(compressors::Compressor& compressor, const compressors::BucketView& bucket,
+                  const compressors::ExchangePlan& plan, std::size_t ranges, std::size_t r);
+  // Checks range r's kept pairs (kept_words_[r] words at kept_offset_[r] in received_kept_, for
+  // r < ranges) against range r of each sparse tensor; world_rank, where given, names range r's
+  // keeper (else rank r).
+  void validate_kept(const compressors::BucketView& bucket, const compressors::ExchangePlan& plan,
+                     std::size_t ranges, const std::vector<int>* world_rank,
+                     const kernels::Stream& stream);
+  // Appends to `out` the largest budget.k of each sparse tensor's range r (of `ranges`), held in
+  // `sums` (laid out by lay_out_range); the rest goes into the compressor's residual.
+  static void reselect_range(compressors::Compressor& compressor,
+                             const compressors::BucketView& bucket,
+                             const compressors::ExchangePlan& plan,
+                             const compressors::ExchangePlan& budget, std::size_t ranges,
+                             std::size_t r, const compressors::BucketView& sums,
+                             compressors::SparseMessageWriter& out);
+  // Range r (of `ranges`) of each sparse tensor, back to back from `data`: `view` is the bucket
+  // with those tensors' slots moved there; range_numel is its length.
+  static std::size_t range_numel(const compressors::BucketView& bucket,
+                                 const compressors::ExchangePlan& plan, std::size_t ranges,
+                                 std::size_t r);
+  static void lay_out_range(const compressors::BucketView& bucket,
+                            const compressors::ExchangePlan& plan, std::size_t ranges,
+                            std::size_t r, float* data, compressors::BucketView& view);
 
   // Reused from step to step: once grown, a step allocates only the per-rank count vector that
   // Communicator::allgatherv takes by value.
@@ -73,6 +139,19 @@ class BucketExchange {
   std::vector<std::size_t> kept_words_, one_rank_words_;
   std::vector<compressors::BucketView> ranges_;
   std::vector<compressors::SparseSegments> kept_segments_;
+  std::vector<std::size_t> kept_offset_;  // range r's kept pairs in received_kept_
+  // The split over two levels': the senders' world ranks; step 1's counts, its messages by range
+  // and the views they are summed in; the node's merged messages (step 2) and their budget; the
+  // kept pairs of this local rank's ranges (step 5).
+  std::vector<int> local_senders_, cross_senders_, entry_senders_;
+  std::vector<std::size_t> level_counts_, recv_words_, merge_offset_, cross_words_;
+  std::vector<std::vector<std::size_t>> merge_words_;
+  kernels::Buffer<std::uint32_t> by_range_;
+  std::vector<compressors::BucketView> merge_views_;
+  std::vector<compressors::SparseSegments> merge_segments_;
+  compressors::ExchangePlan node_plan_;
+  std::vector<compressors::SparseMessageWriter> merged_;
+  kernels::Buffer<std::uint32_t> node_kept_;
 };
 
 }  // namespace gw

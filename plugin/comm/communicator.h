@@ -44,6 +44,19 @@ using WorkHandle = std::unique_ptr<Work>;
 // Collectives over a fixed group of ranks. Every rank must call the same collectives in the same
 // order with matching counts (as in MPI). Buffers must stay valid until the handle's wait()
 // returns.
+class Communicator;
+
+// A communicator's two levels (Note [Hierarchical allreduce]): `local`, the ranks of this rank's
+// node in world order; `cross`, the ranks with this rank's local rank, one per node in node order.
+// world_rank[j * L + q] is the world rank of node j's local rank q (L = local->size()), for
+// messages that name a sender. Collectives on a level are this communicator's: CountingCommunicator
+// charges them to its own counters.
+struct Levels {
+  Communicator* local = nullptr;
+  Communicator* cross = nullptr;
+  std::vector<int> world_rank;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -55,6 +68,11 @@ class Communicator {
   // knows it, else empty. CountingCommunicator splits its byte counts into intra- and inter-node
   // with it (Note [What the counters count]).
   virtual std::vector<int> node_of_rank() const { return {}; }
+
+  // This communicator's two levels where it has them (a HierarchicalCommunicator, or a decorator
+  // of one), else null. The sparse exchange runs its split over them
+  // (Note [Sparse allreduce over two levels], plugin/bucket_exchange.h).
+  virtual const Levels* levels() { return nullptr; }
 
   // In place: buffer[i] = op over ranks of buffer[i].
   virtual WorkHandle allreduce_async(void* buffer, std::size_t count, DataType type, ReduceOp op,

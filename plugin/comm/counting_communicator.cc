@@ -12,7 +12,7 @@ std::uint64_t TrafficCounters::total_sent() const {
 }
 
 CountingCommunicator::CountingCommunicator(std::unique_ptr<Communicator> inner)
-    : inner_(std::move(inner)) {
+    : owned_(std::move(inner)), inner_(owned_.get()), kinds_(std::make_shared<Tally>()) {
   if (!inner_) throw std::invalid_argument("CountingCommunicator needs a communicator to wrap");
   nodes_ = inner_->node_of_rank();
   if (!nodes_.empty() && static_cast<int>(nodes_.size()) != inner_->size()) {
@@ -20,8 +20,20 @@ CountingCommunicator::CountingCommunicator(std::unique_ptr<Communicator> inner)
                                 std::to_string(nodes_.size()) + " ranks on nodes, but has " +
                                 std::to_string(inner_->size()));
   }
-  two_levels_ = dynamic_cast<const HierarchicalCommunicator*>(inner_.get());
+  two_levels_ = dynamic_cast<const HierarchicalCommunicator*>(inner_);
+  if (const Levels* levels = inner_->levels()) {
+    const auto local_size = static_cast<std::size_t>(levels->local->size());
+    local_.reset(new CountingCommunicator(*levels->local, std::vector<int>(local_size, 0), kinds_));
+    cross_.reset(new CountingCommunicator(*levels->cross, {}, kinds_));
+    levels_.local = local_.get();
+    levels_.cross = cross_.get();
+    levels_.world_rank = levels->world_rank;
+  }
 }
+
+CountingCommunicator::CountingCommunicator(Communicator& level, std::vector<int> nodes,
+                                           std::shared_ptr<Tally> tally)
+    : inner_(&level), nodes_(std::move(nodes)), two_levels_(nullptr), kinds_(std::move(tally)) {}
 
 std::uint64_t CountingCommunicator::allreduce_bytes(std::size_t count, std::size_t element_size,
                                                     int rank, int size) {
@@ -70,7 +82,7 @@ CountingCommunicator::Bytes CountingCommunicator::allreduce_levels(std::size_t c
 }
 
 void CountingCommunicator::record(TrafficKind kind, const Bytes& bytes) {
-  auto& k = kinds_[static_cast<std::size_t>(kind)];
+  auto& k = (*kinds_)[static_cast<std::size_t>(kind)];
   k.sent.fetch_add(bytes.sent, std::memory_order_relaxed);
   k.received.fetch_add(bytes.received, std::memory_order_relaxed);
   k.inter_sent.fetch_add(bytes.inter_sent, std::memory_order_relaxed);
@@ -214,19 +226,20 @@ void CountingCommunicator::broadcast(void* buffer, std::size_t count, DataType t
 
 TrafficCounters CountingCommunicator::counters() const {
   TrafficCounters out;
-  for (std::size_t i = 0; i < kinds_.size(); ++i) {
-    out.kinds[i].sent_bytes = kinds_[i].sent.load(std::memory_order_relaxed);
-    out.kinds[i].received_bytes = kinds_[i].received.load(std::memory_order_relaxed);
-    out.kinds[i].calls = kinds_[i].calls.load(std::memory_order_relaxed);
-    out.kinds[i].inter_node_sent_bytes = kinds_[i].inter_sent.load(std::memory_order_relaxed);
+  const Tally& tally = *kinds_;
+  for (std::size_t i = 0; i < tally.size(); ++i) {
+    out.kinds[i].sent_bytes = tally[i].sent.load(std::memory_order_relaxed);
+    out.kinds[i].received_bytes = tally[i].received.load(std::memory_order_relaxed);
+    out.kinds[i].calls = tally[i].calls.load(std::memory_order_relaxed);
+    out.kinds[i].inter_node_sent_bytes = tally[i].inter_sent.load(std::memory_order_relaxed);
     out.kinds[i].inter_node_received_bytes =
-        kinds_[i].inter_received.load(std::memory_order_relaxed);
+        tally[i].inter_received.load(std::memory_order_relaxed);
   }
   return out;
 }
 
 void CountingCommunicator::reset() {
-  for (auto& k : kinds_) {
+  for (auto& k : *kinds_) {
     k.sent.store(0);
     k.received.store(0);
     k.calls.store(0);

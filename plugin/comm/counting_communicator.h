@@ -40,7 +40,9 @@ namespace gw {
 // HierarchicalCommunicator's allreduce is charged stage by stage
 // (Note [Hierarchical allreduce]): the node-local allreduce over the node's L ranks and the
 // node-local allgather of the shards stay inside, the cross allreduce of r's shard over the N
-// nodes crosses.
+// nodes crosses. Collectives on its levels (levels(): the sparse exchange's split over two levels)
+// are charged to the same counters, as on a communicator whose ranks all share one node (local)
+// or each have their own (cross).
 struct TrafficCounters {
   struct Kind {
     std::uint64_t sent_bytes = 0;
@@ -74,6 +76,7 @@ class CountingCommunicator : public Communicator {
                              TrafficKind kind) override;
   void barrier() override { inner_->barrier(); }
   std::vector<int> node_of_rank() const override { return inner_->node_of_rank(); }
+  const Levels* levels() override { return local_ ? &levels_ : nullptr; }
   void allreduce(void* buffer, std::size_t count, DataType type, ReduceOp op,
                  TrafficKind kind) override;
   void allgatherv(const void* send, std::size_t send_count, void* recv,
@@ -109,10 +112,18 @@ class CountingCommunicator : public Communicator {
   struct AtomicKind {
     std::atomic<std::uint64_t> sent{0}, received{0}, calls{0}, inter_sent{0}, inter_received{0};
   };
-  std::unique_ptr<Communicator> inner_;
-  std::vector<int> nodes_;                      // inner_->node_of_rank()
-  const HierarchicalCommunicator* two_levels_;  // inner_, where it is one
-  std::array<AtomicKind, kNumTrafficKinds> kinds_;
+  using Tally = std::array<AtomicKind, kNumTrafficKinds>;
+  // A level of another CountingCommunicator's inner communicator, counted into its tally; `nodes`
+  // places the level's ranks (all on one node, or empty: each on its own).
+  CountingCommunicator(Communicator& level, std::vector<int> nodes, std::shared_ptr<Tally> tally);
+
+  std::unique_ptr<Communicator> owned_;  // null for a level
+  Communicator* inner_;
+  std::vector<int> nodes_;                               // inner_->node_of_rank()
+  const HierarchicalCommunicator* two_levels_;           // inner_, where it is one
+  std::shared_ptr<Tally> kinds_;                         // shared with the levels
+  std::unique_ptr<CountingCommunicator> local_, cross_;  // inner_'s levels, counted; else null
+  Levels levels_;
 };
 
 }  // namespace gw

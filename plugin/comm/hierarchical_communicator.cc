@@ -39,6 +39,29 @@ HierarchicalCommunicator::HierarchicalCommunicator(std::unique_ptr<Communicator>
                                 " ranks are not " + std::to_string(cross_->size()) + " nodes x " +
                                 std::to_string(local_->size()) + " ranks each");
   }
+  levels_.local = local_.get();
+  levels_.cross = cross_.get();
+  // Node j's local rank q is the q-th rank of node j in world order (find_node_groups numbers
+  // them so); without nodes from the flat communicator, nodes are consecutive blocks.
+  const std::vector<int> nodes = flat_->node_of_rank();
+  const auto l = static_cast<std::size_t>(local_->size());
+  levels_.world_rank.assign(static_cast<std::size_t>(flat_->size()), 0);
+  if (nodes.size() != levels_.world_rank.size()) {
+    for (std::size_t r = 0; r < levels_.world_rank.size(); ++r)
+      levels_.world_rank[r] = static_cast<int>(r);
+    return;
+  }
+  std::vector<std::size_t> seen(static_cast<std::size_t>(cross_->size()), 0);
+  for (std::size_t r = 0; r < nodes.size(); ++r) {
+    const auto j = static_cast<std::size_t>(nodes[r]);
+    if (j >= seen.size() || seen[j] >= l) {
+      throw std::invalid_argument("HierarchicalCommunicator: rank " + std::to_string(r) +
+                                  " is on node " + std::to_string(nodes[r]) +
+                                  ", which is not one of " + std::to_string(seen.size()) +
+                                  " nodes of " + std::to_string(l) + " ranks");
+    }
+    levels_.world_rank[j * l + seen[j]++] = static_cast<int>(r);
+  }
 }
 
 std::size_t HierarchicalCommunicator::shard_count(std::size_t count, int local_size,

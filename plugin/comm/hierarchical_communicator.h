@@ -59,6 +59,7 @@ class HierarchicalCommunicator final : public Communicator {
   }
   void barrier() override { flat_->barrier(); }
   std::vector<int> node_of_rank() const override { return flat_->node_of_rank(); }
+  const Levels* levels() override { return &levels_; }
   void allgatherv(const void* send, std::size_t send_count, void* recv,
                   std::vector<std::size_t> recv_counts, DataType type, TrafficKind kind) override {
     flat_->allgatherv(send, send_count, recv, std::move(recv_counts), type, kind);
@@ -87,6 +88,7 @@ class HierarchicalCommunicator final : public Communicator {
 
  private:
   std::unique_ptr<Communicator> flat_, local_, cross_;
+  Levels levels_;
   std::vector<unsigned char> shard_;  // this rank's reduced shard, sent by the node-local allgather
 };
 

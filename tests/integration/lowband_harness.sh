@@ -137,10 +137,12 @@ smoke)
   echo "ok: shaped 2-host run, shaping in force, report and plot complete"
   ;;
 hierarchy)
-  # 2 hosts x 2 ranks, dense flat and over two levels, at 100 Mbit/s: the two-level exchange must
-  # send 2/3 of the flat ring's gradient bytes out of each host, by gradwire's counters and by
-  # tc's on the hosts' links, and every rank must find its host's ranks (hostnames of their own).
-  "${harness[@]}" --hosts 2 --ranks-per-host 2 --rates 100 --strategies dense \
+  # 2 hosts x 2 ranks, dense and dgc, flat and over two levels, at 100 Mbit/s: the two-level
+  # exchange must send 2/3 of the flat ring's gradient bytes out of each host, by gradwire's
+  # counters and by tc's on the hosts' links; dgc's sparse split over two levels about half of the
+  # flat split's (Note [Sparse allreduce over two levels]); and every rank must find its host's
+  # ranks (hostnames of their own).
+  "${harness[@]}" --hosts 2 --ranks-per-host 2 --rates 100 --strategies dense,dgc \
     --exchange flat,hier --epochs 1 --train-subset 2048 --test-subset 1000 --probe-bytes 1048576 \
     --target-accuracy 0.3 --report "$work/report.json"
   rc=$?
@@ -155,14 +157,17 @@ hierarchy)
   "$bin/gradwire_check_report" "$work/report.json" \
     --min /probes/100/measured_over_predicted=0.75 --max /probes/100/measured_over_predicted=3 \
     --min /runs/1/vs_flat/inter_node_bytes=0.66 --max /runs/1/vs_flat/inter_node_bytes=0.67 \
-    "${link[@]}" --min /runs/0/inter_node_bytes_per_step=1 || fail "report figures"
+    "${link[@]}" --min /runs/0/inter_node_bytes_per_step=1 \
+    --min /runs/3/vs_flat/inter_node_bytes=0.4 --max /runs/3/vs_flat/inter_node_bytes=0.6 \
+    || fail "report figures"
   grep -q '"strategy": "dense@hier"' "$work/report.json" || fail "no dense@hier run"
+  grep -q '"strategy": "dgc@hier"' "$work/report.json" || fail "no dgc@hier run"
   grep -q '"reason": "GRADWIRE_HIERARCHICAL=1: two levels, 2 node(s) x 2 rank(s)' \
     "$work/report_runs/100_dense_hier.json" || fail "the two-level run did not say so"
   grep -q '"reason": "GRADWIRE_HIERARCHICAL=0: flat' "$work/report_runs/100_dense_flat.json" ||
     fail "the flat run did not say so"
   grep -q "^| dense@hier | " "$work/report.md" || fail "no flat-against-two-level table"
-  echo "ok: 2 hosts x 2 ranks, the two-level exchange sends 2/3 of the flat bytes between hosts"
+  echo "ok: 2 hosts x 2 ranks, two levels send 2/3 of the flat dense bytes and about half of the flat dgc bytes between hosts"
   ;;
 *) fail "mode '$mode': accepted options, unshaped, lifecycle, smoke, hierarchy" ;;
 esac

@@ -215,6 +215,42 @@ TEST(CountingCommunicator, TwoLevelAllreduceIsChargedStageByStage) {
   }
 }
 
+// The levels of a two-level communicator, seen through the counters: collectives on the local
+// level stay inside the node, those on the cross level all cross, and both land in the counters
+// of the communicator that exposes them. A flat communicator has no levels.
+TEST(CountingCommunicator, CountsItsLevelsAsInsideAndAcross) {
+  // Rank 4 of 6 as 3 nodes x 2, the nodes interleaved in world order: node 1, local rank 1.
+  const std::vector<int> nodes = {0, 1, 2, 0, 1, 2};
+  CountingCommunicator two(std::make_unique<HierarchicalCommunicator>(
+      std::make_unique<ScriptedCommunicator>(4, 6, false, nodes),
+      std::make_unique<ScriptedCommunicator>(1, 2, false),
+      std::make_unique<ScriptedCommunicator>(1, 3, false)));
+  const Levels* levels = two.levels();
+  ASSERT_NE(levels, nullptr);
+  EXPECT_EQ(levels->local->size(), 2);
+  EXPECT_EQ(levels->cross->size(), 3);
+  // Node j's local rank q is the q-th rank of node j in world order.
+  EXPECT_EQ(levels->world_rank, (std::vector<int>{0, 3, 1, 4, 2, 5}));
+  std::uint32_t words[8] = {};
+  levels->local->alltoallv(words, {2, 3}, words + 5, {1, 2}, DataType::kInt32,
+                           TrafficKind::kGradient);
+  auto g = two.counters()[TrafficKind::kGradient];
+  EXPECT_EQ(g.sent_bytes, 2u * 4);  // to local rank 0 (its own block stays)
+  EXPECT_EQ(g.received_bytes, 1u * 4);
+  EXPECT_EQ(g.inter_node_sent_bytes, 0u);
+  EXPECT_EQ(g.inter_node_received_bytes, 0u);
+  levels->cross->allgatherv(words, 3, words + 3, {1, 3, 2}, DataType::kInt32,
+                            TrafficKind::kGradient);
+  g = two.counters()[TrafficKind::kGradient];
+  EXPECT_EQ(g.sent_bytes, (2u + 2 * 3) * 4);
+  EXPECT_EQ(g.inter_node_sent_bytes, 2u * 3 * 4);
+  EXPECT_EQ(g.inter_node_received_bytes, (1u + 2) * 4);
+  EXPECT_EQ(g.calls, 2u);
+
+  CountingCommunicator flat(std::make_unique<ScriptedCommunicator>(4, 6, false, nodes));
+  EXPECT_EQ(flat.levels(), nullptr);
+}
+
 TEST(CountingCommunicator, ErrorsOfTheWrappedCommunicatorReachWait) {
   CountingCommunicator comm(std::make_unique<ScriptedCommunicator>(1, 2, true));
   float x = 0;

@@ -15,6 +15,7 @@
 #include "plugin/comm/mpi/mpi_runtime.h"
 #include "tests/compressors/compressor_test_util.h"
 #include "tests/plugin/rank_sums.h"
+#include "tests/plugin/sparse_exchange_util.h"
 
 namespace gw {
 namespace {
@@ -25,41 +26,10 @@ using compressors::SparseWire;
 using compressors::SparsifyOptions;
 using compressors::TopkCompressor;
 
-// Sizes with the edges in them: one element (some ranks' ranges empty), fewer elements than
-// ranks at 8, a prime, and one that every world size tested divides unevenly.
-const std::vector<std::size_t> kNumels = {3001, 1, 7, 997, 40};
+const std::vector<std::size_t>& kNumels = testing::sparse_numels();
 
 BucketView bucket_over(std::vector<float>& storage) {
   return compressors::testing::make_bucket(storage, kNumels);
-}
-
-// Rank r's gradient at a step: normal values, a few large ones so that ranks agree on some
-// indices and disagree on others.
-std::vector<float> gradient(int rank, int step, std::size_t n) {
-  std::mt19937_64 rng(1000 * static_cast<std::uint64_t>(step) + static_cast<std::uint64_t>(rank));
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> g(n);
-  for (std::size_t i = 0; i < n; ++i) g[i] = normal(rng) * (i % 97 == 0 ? 20.0f : 1.0f);
-  return g;
-}
-
-SparsifyOptions options(SparsifyOptions::Algo algo, SparseWire wire) {
-  SparsifyOptions o;
-  o.sparsity = {0.9};
-  o.min_k = 0;
-  o.wire = wire;
-  o.algo = algo;
-  o.dense_fallback = false;  // the sparse path at every size, which is what is tested
-  return o;
-}
-
-std::vector<float> all_residuals(const TopkCompressor& c) {
-  std::vector<float> r;
-  for (std::size_t p = 0; p < kNumels.size(); ++p) {
-    const std::vector<float> part = c.residual(p);
-    r.insert(r.end(), part.begin(), part.end());
-  }
-  return r;
 }
 
 using testing::sum_over_ranks;
@@ -72,11 +42,13 @@ TEST(SparseSplit, EqualsTheAllgatherOnTheKeptSetAndLosesNothing) {
   CountingCommunicator comm(make_mpi_world_communicator());
   const int n = comm.size();
   const int rank = comm.rank();
-  TopkCompressor gather(kNumels, options(SparsifyOptions::Algo::kAllgather, SparseWire::kPairs));
-  TopkCompressor split(kNumels, options(SparsifyOptions::Algo::kSplit, SparseWire::kPairs));
+  TopkCompressor gather(
+      kNumels, testing::sparse_options(SparsifyOptions::Algo::kAllgather, SparseWire::kPairs));
+  TopkCompressor split(kNumels,
+                       testing::sparse_options(SparsifyOptions::Algo::kSplit, SparseWire::kPairs));
   std::vector<float> a_storage, b_storage;
   const BucketView a = bucket_over(a_storage), b = bucket_over(b_storage);
-  const std::vector<float> g = gradient(rank, 0, a.numel);
+  const std::vector<float> g = testing::sparse_gradient(rank, 0, a.numel);
   std::copy(g.begin(), g.end(), a_storage.begin());
   std::copy(g.begin(), g.end(), b_storage.begin());
   BucketExchange a_exchange, b_exchange;
@@ -109,8 +81,8 @@ TEST(SparseSplit, EqualsTheAllgatherOnTheKeptSetAndLosesNothing) {
   EXPECT_GT(kept_total, 0u);
 
   const std::vector<double> gsum = sum_over_ranks(comm, g);
-  const std::vector<double> a_res = sum_over_ranks(comm, all_residuals(gather));
-  const std::vector<double> b_res = sum_over_ranks(comm, all_residuals(split));
+  const std::vector<double> a_res = sum_over_ranks(comm, testing::all_residuals(gather));
+  const std::vector<double> b_res = sum_over_ranks(comm, testing::all_residuals(split));
   for (std::size_t i = 0; i < g.size(); ++i) {
     const double scale = 1e-5 * (1.0 + std::fabs(gsum[i]));
     ASSERT_NEAR(a_res[i] + a_storage[i], gsum[i], scale) << "allgather, element " << i;
@@ -129,13 +101,13 @@ TEST(SparseSplit, ConservesEveryValueOverStepsOnBothWires) {
   CountingCommunicator comm(make_mpi_world_communicator());
   const int rank = comm.rank();
   for (SparseWire wire : {SparseWire::kPairs, SparseWire::kCompact}) {
-    TopkCompressor split(kNumels, options(SparsifyOptions::Algo::kSplit, wire));
+    TopkCompressor split(kNumels, testing::sparse_options(SparsifyOptions::Algo::kSplit, wire));
     std::vector<float> storage;
     const BucketView b = bucket_over(storage);
     BucketExchange exchange;
     std::vector<double> applied(b.numel, 0.0), sent(b.numel, 0.0);
     for (int step = 0; step < 6; ++step) {
-      const std::vector<float> g = gradient(rank, step, b.numel);
+      const std::vector<float> g = testing::sparse_gradient(rank, step, b.numel);
       for (std::size_t i = 0; i < g.size(); ++i) sent[i] += g[i];
       std::copy(g.begin(), g.end(), storage.begin());
       split.begin_step(step);
@@ -144,7 +116,7 @@ TEST(SparseSplit, ConservesEveryValueOverStepsOnBothWires) {
     }
     const std::vector<float> sent_f(sent.begin(), sent.end());
     const std::vector<double> sent_all = sum_over_ranks(comm, sent_f);
-    const std::vector<double> residuals = sum_over_ranks(comm, all_residuals(split));
+    const std::vector<double> residuals = sum_over_ranks(comm, testing::all_residuals(split));
     for (std::size_t i = 0; i < b.numel; ++i) {
       const double scale = 1e-4 * (1.0 + std::fabs(sent_all[i]));
       ASSERT_NEAR(applied[i] + residuals[i], sent_all[i], scale)
@@ -164,13 +136,13 @@ TEST(SparseSplit, SendsFewerBytesThanTheAllgatherFromFourRanks) {
   std::uint64_t bytes[2] = {0, 0};
   int i = 0;
   for (auto algo : {SparsifyOptions::Algo::kAllgather, SparsifyOptions::Algo::kSplit}) {
-    TopkCompressor c(kNumels, options(algo, SparseWire::kPairs));
+    TopkCompressor c(kNumels, testing::sparse_options(algo, SparseWire::kPairs));
     std::vector<float> storage;
     const BucketView b = bucket_over(storage);
     BucketExchange exchange;
     const std::uint64_t before = comm.counters()[TrafficKind::kGradient].sent_bytes;
     for (int step = 0; step < 3; ++step) {
-      const std::vector<float> g = gradient(comm.rank(), step, b.numel);
+      const std::vector<float> g = testing::sparse_gradient(comm.rank(), step, b.numel);
       std::copy(g.begin(), g.end(), storage.begin());  // the bucket keeps pointing at storage
       c.begin_step(step);
       exchange.run(comm, c, b);
