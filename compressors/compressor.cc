@@ -13,6 +13,13 @@ std::size_t Compressor::reselect(const TensorSlot& /*t*/, float* /*sums*/, std::
   throw std::logic_error("compressor " + name() + " sends no sparse part to reselect from");
 }
 
+std::size_t Compressor::reselect_among(const TensorSlot& /*t*/, float* /*sums*/,
+                                       std::size_t /*begin*/, const std::uint32_t* /*candidates*/,
+                                       std::size_t /*count*/, std::size_t /*k*/,
+                                       SparseWire /*wire*/, SparseMessageWriter& /*out*/) {
+  throw std::logic_error("compressor " + name() + " sends no sparse part to reselect from");
+}
+
 void Compressor::project(const BucketView& /*bucket*/, const ExchangePlan& /*plan*/, float* /*p*/,
                          float* /*q*/) {
   throw std::logic_error("compressor " + name() + " sends no low-rank factors");

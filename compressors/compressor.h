@@ -101,6 +101,14 @@ class Compressor {
   // sent. Only a compressor with a sparse part has one; the others throw std::logic_error.
   virtual std::size_t reselect(const TensorSlot& t, float* sums, std::size_t begin, std::size_t len,
                                std::size_t k, SparseWire wire, SparseMessageWriter& out);
+  // The same where the sums are sparse: `sums` (len floats from `begin`, stream memory) holds
+  // values only at the `count` ascending, distinct `candidates` and is zero elsewhere. Keeps the
+  // largest k of them (ties to the lower index), adds the rest and the wire's error into the
+  // residual at those indices, and leaves `sums` zero at every candidate. The work is O(count),
+  // not O(len): the merge of a node's pairs (Note [Sparse allreduce over two levels]).
+  virtual std::size_t reselect_among(const TensorSlot& t, float* sums, std::size_t begin,
+                                     const std::uint32_t* candidates, std::size_t count,
+                                     std::size_t k, SparseWire wire, SparseMessageWriter& out);
 
   // The low-rank round (Note [PowerSGD]), only for a compressor whose plans have low_rank
   // tensors; the others throw std::logic_error. project(): `p` holds every P summed over the

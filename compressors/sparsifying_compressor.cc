@@ -134,4 +134,36 @@ std::size_t SparsifyingCompressor::reselect(const TensorSlot& t, float* sums, st
   return count;
 }
 
+std::size_t SparsifyingCompressor::reselect_among(const TensorSlot& t, float* sums,
+                                                  std::size_t begin,
+                                                  const std::uint32_t* candidates,
+                                                  std::size_t count, std::size_t k, SparseWire wire,
+                                                  SparseMessageWriter& out) {
+  const std::size_t kept = std::min(k, count);
+  std::uint32_t* indices = nullptr;
+  if (kept > 0) {
+    indices = selected_.reserve_discard(count, stream_);
+    kernels::copy_bytes(indices, candidates, count * sizeof(std::uint32_t), stream_);
+    if (kept < count) {
+      std::uint32_t* scratch = among_keys_.reserve_discard(count, stream_);
+      kernels::keep_top_k(sums, indices, count, kept, scratch, stream_);
+    }
+  }
+  out.append(indices, kept, sums, stream_, wire);  // an empty segment when nothing is kept
+  if (wire == SparseWire::kCompact) {
+    kernels::keep_wire_error_at(sums, indices, kept, stream_);
+  } else {
+    kernels::zero_at(sums, indices, kept, stream_);
+  }
+  // What is left at the candidates (the dropped sums, the wire's error) into the residual, then
+  // the sums back to zero there.
+  if (count > 0) {
+    std::uint32_t* pairs = among_pairs_.reserve_discard(2 * count, stream_);
+    kernels::pack_pairs(candidates, count, sums, pairs, stream_);
+    kernels::scatter_add_pairs(pairs, count, feedback(t.parameter) + begin, stream_);
+    kernels::zero_at(sums, candidates, count, stream_);
+  }
+  return kept;
+}
+
 }  // namespace gw::compressors

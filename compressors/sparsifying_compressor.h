@@ -42,13 +42,13 @@ class SparsifyingCompressor : public Compressor {
   // min_numel elements (by default all) are sparsified at the scheduled sparsity, each sending at
   // most k pairs (Note [Small tensors in the selection]), and the rest stay dense. Each tensor is
   // judged on its own, so that buckets do not change the result
-  // (Note [Fusion does not change the result]): the sparse allgatherv makes each rank send the tensor's W = 1 + 2k words to the
-  // n - 1 others, 4 (n - 1) W bytes, and an allreduce of its N elements moves
-  // 2 (n - 1) / n x 4 N bytes per rank. When n W >= 2 N the dense allreduce moves no more, so the
-  // tensor goes dense for this step; when every tensor the schedule would sparsify in a bucket
-  // did, the plan says so (dense_fallback, which the reports count). Every input is known before
-  // any gradient is (Note [Plans agree across ranks]). On the compact wire W is taken as 2 + k:
-  // a word per pair, more than the wire spends at the sparsities SparseWire's tests measure,
+  // (Note [Fusion does not change the result]): the sparse allgatherv makes each rank send the
+  // tensor's W = 1 + 2k words to the n - 1 others, 4 (n - 1) W bytes, and an allreduce of its N
+  // elements moves 2 (n - 1) / n x 4 N bytes per rank. When n W >= 2 N the dense allreduce moves no
+  // more, so the tensor goes dense for this step; when every tensor the schedule would sparsify in
+  // a bucket did, the plan says so (dense_fallback, which the reports count). Every input is known
+  // before any gradient is (Note [Plans agree across ranks]). On the compact wire W is taken as 2 +
+  // k: a word per pair, more than the wire spends at the sparsities SparseWire's tests measure,
   // since a plan cannot see the gaps. Under the split (Note [Sparse allreduce by split]) a rank
   // sends about 3 W (n - 1) / n words, so the tensor goes dense when 3 W >= 2 N.
   //
@@ -66,6 +66,9 @@ class SparsifyingCompressor : public Compressor {
   // See Compressor::reselect.
   std::size_t reselect(const TensorSlot& t, float* sums, std::size_t begin, std::size_t len,
                        std::size_t k, SparseWire wire, SparseMessageWriter& out) override;
+  std::size_t reselect_among(const TensorSlot& t, float* sums, std::size_t begin,
+                             const std::uint32_t* candidates, std::size_t count, std::size_t k,
+                             SparseWire wire, SparseMessageWriter& out) override;
 
   // GRADWIRE_SPARSE_ALGO=auto's choice of split from this world size on.
   // At 3 ranks both send about 2k pairs a rank and the allgatherv applies more of them.
@@ -95,7 +98,8 @@ class SparsifyingCompressor : public Compressor {
   SparsitySchedule schedule_;
   kernels::TopkSelector selector_;
   kernels::Buffer<std::uint32_t> selected_;
-  kernels::Buffer<std::uint32_t> relative_, starts_;  // split_by_region's
+  kernels::Buffer<std::uint32_t> relative_, starts_;         // split_by_region's
+  kernels::Buffer<std::uint32_t> among_keys_, among_pairs_;  // reselect_among's
   std::vector<std::uint32_t> starts_host_;
 };
 

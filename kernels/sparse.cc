@@ -75,6 +75,17 @@ void pack_pairs(const std::uint32_t* indices, std::size_t count, const float* v,
   cuda::pack_pairs(indices, count, v, words, stream.native());
 }
 
+void pair_indices(const std::uint32_t* pairs, std::size_t count, std::uint32_t* indices,
+                  const Stream& stream) {
+  if (stream.is_host()) return cpu::pair_indices(pairs, count, indices);
+  cuda::pair_indices(pairs, count, indices, stream.native());
+}
+
+std::size_t sort_unique(std::uint32_t* indices, std::size_t count, const Stream& stream) {
+  if (stream.is_host()) return cpu::sort_unique(indices, count);
+  return cuda::sort_unique(indices, count, stream.native());
+}
+
 void zero_at(float* x, const std::uint32_t* indices, std::size_t count, const Stream& stream) {
   if (stream.is_host()) return cpu::zero_at(x, indices, count);
   cuda::zero_at(x, indices, count, stream.native());

@@ -107,6 +107,15 @@ void split_by_region(const std::uint32_t* indices, std::size_t count, std::uint3
                      std::size_t regions, std::uint32_t* relative, std::uint32_t* starts,
                      const Stream& stream);
 
+// indices[j] = pairs[2j], j < count: the indices of a segment's (index, value) pairs.
+void pair_indices(const std::uint32_t* pairs, std::size_t count, std::uint32_t* indices,
+                  const Stream& stream);
+
+// Sorts indices[0..count) ascending and removes repeats; returns how many distinct indices are
+// left at the front (the rest are unspecified). The merge of several ranks' pairs into one
+// candidate set (Note [Sparse allreduce over two levels]). Synchronises.
+std::size_t sort_unique(std::uint32_t* indices, std::size_t count, const Stream& stream);
+
 // x[index] += value for each of the `count` pairs of one checked segment (check_sparse_pairs: a
 // repeated index would be a race on a device). Call once per rank's segment, in rank order: every
 // element then gets the same adds in the same order on every device and every rank, so the sums

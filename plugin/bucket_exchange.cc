@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "kernels/sparse.h"
+
 namespace gw {
 
 using compressors::DenseWire;
@@ -114,7 +116,8 @@ void BucketExchange::exchange_split(Communicator& comm, compressors::Compressor&
   compressors::accumulate_sparse_messages(mine_, plan, received, segments_, stream);
 
   // Step 2: keep the largest of the sums; the rest goes back into this rank's residual.
-  keep_range(compressor, bucket, plan, un, me);
+  prepare_kept(plan, un, stream);
+  reselect_range(compressor, bucket, plan, kept_plan_, un, me, mine_, kept_);
 
   // Step 3: every rank's kept pairs to every rank, each checked against its sender's ranges.
   const auto mine = static_cast<std::int64_t>(kept_.size());
@@ -169,16 +172,56 @@ const std::uint32_t* BucketExchange::alltoall_messages(
   return received;
 }
 
-void BucketExchange::keep_range(compressors::Compressor& compressor,
-                                const compressors::BucketView& bucket,
-                                const compressors::ExchangePlan& plan, std::size_t ranges,
-                                std::size_t r) {
+void BucketExchange::prepare_kept(const compressors::ExchangePlan& plan, std::size_t ranges,
+                                  const kernels::Stream& stream) {
   kept_plan_ = plan;
   for (std::size_t t = 0; t < plan.k.size(); ++t)
     kept_plan_.k[t] = compressors::split_k(plan.k[t], ranges);
   kept_.clear();
-  kept_.reserve(compressors::max_message_words(kept_plan_), compressor.stream());
-  reselect_range(compressor, bucket, plan, kept_plan_, ranges, r, mine_, kept_);
+  kept_.reserve(compressors::max_message_words(kept_plan_), stream);
+}
+
+float* BucketExchange::zeroed_sums(std::size_t numel, const kernels::Stream& stream) {
+  float* sums = merge_sums_.reserve_discard(std::max<std::size_t>(numel, 1), stream);
+  if (!sums_zeroed_ || numel > zeroed_numel_) {
+    kernels::fill_zero(sums, std::max(numel, zeroed_numel_) * sizeof(float), stream);
+    zeroed_numel_ = std::max(numel, zeroed_numel_);
+  }
+  sums_zeroed_ = false;  // until the merges have left them zero again
+  return sums;
+}
+
+void BucketExchange::merge_range(compressors::Compressor& compressor,
+                                 const compressors::BucketView& bucket,
+                                 const compressors::ExchangePlan& plan,
+                                 const compressors::ExchangePlan& budget, std::size_t ranges,
+                                 std::size_t r, const compressors::BucketView& sums,
+                                 const std::uint32_t* words,
+                                 const compressors::SparseSegments& segments,
+                                 compressors::SparseMessageWriter& out) {
+  const kernels::Stream& stream = compressor.stream();
+  const std::size_t tensors = plan.sparse.size();
+  const std::size_t senders = tensors == 0 ? 0 : segments.count.size() / tensors;
+  const std::uint32_t* pairs = segments.in_decoded ? segments.decoded.data() : words;
+  for (std::size_t t = 0; t < tensors; ++t) {
+    const compressors::TensorSlot& slot = bucket.tensors[plan.sparse[t]];
+    float* part = sums.data + sums.tensors[plan.sparse[t]].offset;
+    std::size_t total = 0;
+    for (std::size_t s = 0; s < senders; ++s) total += segments.count[s * tensors + t];
+    std::uint32_t* candidates =
+        candidates_.reserve_discard(std::max<std::size_t>(total, 1), stream);
+    std::size_t at = 0;
+    for (std::size_t s = 0; s < senders; ++s) {
+      const std::uint32_t* segment = pairs + segments.offset[s * tensors + t];
+      const std::size_t count = segments.count[s * tensors + t];
+      kernels::scatter_add_pairs(segment, count, part, stream);  // in sender order
+      kernels::pair_indices(segment, count, candidates + at, stream);
+      at += count;
+    }
+    const std::size_t distinct = kernels::sort_unique(candidates, at, stream);
+    compressor.reselect_among(slot, part, compressors::split_range(slot.numel, ranges, r).begin,
+                              candidates, distinct, budget.k[t], plan.sparse_wire, out);
+  }
 }
 
 void BucketExchange::validate_kept(const compressors::BucketView& bucket,
@@ -322,7 +365,7 @@ void BucketExchange::exchange_split_levels(const Levels& levels,
   std::size_t sums_numel = 0;
   for (std::size_t m = 0; m < nn; ++m) sums_numel += range_numel(bucket, plan, n, m * ln + me);
   sums_numel += range_numel(bucket, plan, n, node * ln + me);
-  float* sums = sums_.reserve_discard(std::max<std::size_t>(sums_numel, 1), stream);
+  float* sums = zeroed_sums(sums_numel, stream);
   merge_views_.resize(nn);
   merge_segments_.resize(nn);
   std::size_t sums_at = 0;
@@ -342,12 +385,10 @@ void BucketExchange::exchange_split_levels(const Levels& levels,
     node_plan_.k[t] = compressors::node_merge_k(plan.k[t], n);
   merged_.resize(nn);
   for (std::size_t m = 0; m < nn; ++m) {
-    compressors::accumulate_sparse_messages(merge_views_[m], plan, by_range + merge_offset_[m],
-                                            merge_segments_[m], stream);
     merged_[m].clear();
     merged_[m].reserve(compressors::max_message_words(node_plan_), stream);
-    reselect_range(compressor, bucket, plan, node_plan_, n, m * ln + me, merge_views_[m],
-                   merged_[m]);
+    merge_range(compressor, bucket, plan, node_plan_, n, m * ln + me, merge_views_[m],
+                by_range + merge_offset_[m], merge_segments_[m], merged_[m]);
   }
 
   // Step 3: node m's rank `me` gets this node's merged pairs of range m * ln + me (sizes
@@ -356,10 +397,12 @@ void BucketExchange::exchange_split_levels(const Levels& levels,
                                                   &cross_senders_, kind, stream, cross_words_);
   compressors::validate_sparse_messages(mine_, node_plan_, merged, cross_words_, segments_, stream,
                                         cross_senders_);
-  compressors::accumulate_sparse_messages(mine_, node_plan_, merged, segments_, stream);
 
   // Step 4: the owner keeps the largest of the nodes' sums (split_k, as the flat split).
-  keep_range(compressor, bucket, plan, n, node * ln + me);
+  prepare_kept(plan, n, stream);
+  merge_range(compressor, bucket, node_plan_, kept_plan_, n, node * ln + me, mine_, merged,
+              segments_, kept_);
+  sums_zeroed_ = true;  // every merge left its sums zero
 
   // Step 5: the kept pairs across (rank `me` of every node), then inside the node, so that every
   // rank holds every range's; each is checked against its range, naming the rank that kept it.

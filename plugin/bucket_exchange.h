@@ -36,15 +36,18 @@ struct ExchangeTimes {
 //  5. Cross allgatherv of the kept pairs, then node-local allgatherv of the N messages each rank
 //     now holds, so that every rank has every range's kept pairs and writes them as the flat split
 //     does.
-// The network carries steps 3 and 5: about k (N - 1) / N + 2k (N - 1) / N pairs per node, where
-// the flat split sends L times that across (each of a node's ranks sends its own). Nothing is lost:
-// whatever steps 2 and 4 drop stays in the dropping rank's residual, so summed over the ranks
-// residuals and applied values equal what was accumulated, as in the flat split. The dropped
-// values of step 2 go to the merging rank rather than back to the ranks that sent them: the
-// node-wide sum is what error feedback conserves, and a message back would cost a round inside the
-// node. Every message is checked against its range before anything is added, and an error names
-// the world rank that sent it (or, in step 5, that kept it). The applied values differ from the
-// flat split's: step 2 ranks a node's sums rather than the world's.
+// Steps 2 and 4 work on the pairs alone (merge_range: the received pairs added into sums that are
+// kept zero between steps, their distinct indices the candidates, Compressor::reselect_among),
+// never on every element of a range: a rank merges 1/L of each tensor, and a pass over it would
+// cost more than the bytes it saves. The network carries steps 3 and 5: about k (N - 1) / N + 2k (N
+// - 1) / N pairs per node, where the flat split sends L times that across (each of a node's ranks
+// sends its own). Nothing is lost: whatever steps 2 and 4 drop stays in the dropping rank's
+// residual, so summed over the ranks residuals and applied values equal what was accumulated, as in
+// the flat split. The dropped values of step 2 go to the merging rank rather than back to the ranks
+// that sent them: the node-wide sum is what error feedback conserves, and a message back would cost
+// a round inside the node. Every message is checked against its range before anything is added, and
+// an error names the world rank that sent it (or, in step 5, that kept it). The applied values
+// differ from the flat split's: step 2 ranks a node's sums rather than the world's.
 class BucketExchange {
  public:
   // Afterwards bucket.data holds, per tensor, the sum over ranks, except the dense part of an fp16
@@ -85,10 +88,20 @@ class BucketExchange {
                                          const std::vector<int>* senders, TrafficKind kind,
                                          const kernels::Stream& stream,
                                          std::vector<std::size_t>& words);
-  // The split's keeping step for range r of `ranges` (its sums in mine_): kept_plan_ allows
-  // split_k of each tensor's k, and kept_ receives the largest; the rest goes into the residual.
-  void keep_range(compressors::Compressor& compressor, const compressors::BucketView& bucket,
-                  const compressors::ExchangePlan& plan, std::size_t ranges, std::size_t r);
+  // kept_plan_: `plan` allowing split_k of each tensor's k over `ranges`; kept_ emptied.
+  void prepare_kept(const compressors::ExchangePlan& plan, std::size_t ranges,
+                    const kernels::Stream& stream);
+  // merge_sums_, zero at [0, numel) (zeroed only where a merge may not have left it so).
+  float* zeroed_sums(std::size_t numel, const kernels::Stream& stream);
+  // Adds the senders' checked messages of range r (of `ranges`) into `sums` (zero there before,
+  // laid out by lay_out_range), in sender order, and appends to `out` the largest budget.k of each
+  // tensor among the indices they name (Compressor::reselect_among: the rest into the residual,
+  // `sums` zero again). O(pairs): nothing is done per element of the range.
+  void merge_range(compressors::Compressor& compressor, const compressors::BucketView& bucket,
+                   const compressors::ExchangePlan& plan, const compressors::ExchangePlan& budget,
+                   std::size_t ranges, std::size_t r, const compressors::BucketView& sums,
+                   const std::uint32_t* words, const compressors::SparseSegments& segments,
+                   compressors::SparseMessageWriter& out);
   // Checks range r's kept pairs (kept_words_[r] words at kept_offset_[r] in received_kept_, for
   // r < ranges) against range r of each sparse tensor; world_rank, where given, names range r's
   // keeper (else rank r).
@@ -152,6 +165,10 @@ class BucketExchange {
   compressors::ExchangePlan node_plan_;
   std::vector<compressors::SparseMessageWriter> merged_;
   kernels::Buffer<std::uint32_t> node_kept_;
+  kernels::Buffer<float> merge_sums_;  // zero between merges (zeroed_sums)
+  std::size_t zeroed_numel_ = 0;
+  bool sums_zeroed_ = false;
+  kernels::Buffer<std::uint32_t> candidates_;
 };
 
 }  // namespace gw

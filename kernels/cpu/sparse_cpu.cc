@@ -97,6 +97,15 @@ void pack_pairs(const std::uint32_t* indices, std::size_t count, const float* v,
   }
 }
 
+void pair_indices(const std::uint32_t* pairs, std::size_t count, std::uint32_t* indices) {
+  for (std::size_t j = 0; j < count; ++j) indices[j] = pairs[2 * j];
+}
+
+std::size_t sort_unique(std::uint32_t* indices, std::size_t count) {
+  std::sort(indices, indices + count);
+  return static_cast<std::size_t>(std::unique(indices, indices + count) - indices);
+}
+
 void zero_at(float* x, const std::uint32_t* indices, std::size_t count) {
   for (std::size_t j = 0; j < count; ++j) x[indices[j]] = 0.0f;
 }

@@ -28,5 +28,7 @@ void split_by_region(const std::uint32_t* indices, std::size_t count, std::uint3
                      std::size_t regions, std::uint32_t* relative, std::uint32_t* starts);
 PairsCheck check_sparse_pairs(const std::uint32_t* pairs, std::size_t count, std::size_t numel);
 void scatter_add_pairs(const std::uint32_t* pairs, std::size_t count, float* x);
+void pair_indices(const std::uint32_t* pairs, std::size_t count, std::uint32_t* indices);
+std::size_t sort_unique(std::uint32_t* indices, std::size_t count);
 
 }  // namespace gw::kernels::cpu

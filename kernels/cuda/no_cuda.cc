@@ -75,6 +75,10 @@ void pack_pairs(const std::uint32_t*, std::size_t, const float*, std::uint32_t*,
   throw_unavailable("pack_pairs");
 }
 void zero_at(float*, const std::uint32_t*, std::size_t, void*) { throw_unavailable("zero_at"); }
+void pair_indices(const std::uint32_t*, std::size_t, std::uint32_t*, void*) {
+  throw_unavailable("pair_indices");
+}
+std::size_t sort_unique(std::uint32_t*, std::size_t, void*) { throw_unavailable("sort_unique"); }
 void split_by_region(const std::uint32_t*, std::size_t, std::uint32_t, std::size_t, std::uint32_t*,
                      std::uint32_t*, void*) {
   throw_unavailable("split_by_region");

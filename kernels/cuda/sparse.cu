@@ -45,6 +45,15 @@ void pack_pairs(const std::uint32_t* indices, std::size_t count, const float* v,
   thrust_algo::pack_pairs(on_stream(stream), indices, count, v, words);
 }
 
+void pair_indices(const std::uint32_t* pairs, std::size_t count, std::uint32_t* indices,
+                  void* stream) {
+  thrust_algo::pair_indices(on_stream(stream), pairs, count, indices);
+}
+
+std::size_t sort_unique(std::uint32_t* indices, std::size_t count, void* stream) {
+  return thrust_algo::sort_unique(on_stream_synced(stream), indices, count);
+}
+
 void zero_at(float* x, const std::uint32_t* indices, std::size_t count, void* stream) {
   thrust_algo::zero_at(on_stream(stream), x, indices, count);
 }

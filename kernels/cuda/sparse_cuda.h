@@ -34,5 +34,8 @@ void split_by_region(const std::uint32_t* indices, std::size_t count, std::uint3
 PairsCheck check_sparse_pairs(const std::uint32_t* pairs, std::size_t count, std::size_t numel,
                               void* stream);
 void scatter_add_pairs(const std::uint32_t* pairs, std::size_t count, float* x, void* stream);
+void pair_indices(const std::uint32_t* pairs, std::size_t count, std::uint32_t* indices,
+                  void* stream);
+std::size_t sort_unique(std::uint32_t* indices, std::size_t count, void* stream);
 
 }  // namespace gw::kernels::cuda

@@ -40,6 +40,7 @@
 #include <thrust/sequence.h>
 #include <thrust/sort.h>
 #include <thrust/transform.h>
+#include <thrust/unique.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -254,6 +255,27 @@ PairsCheck check_sparse_pairs(const Policy& policy, const std::uint32_t* pairs, 
     check.previous_index = read_key(policy, pairs + 2 * j - 2);
   }
   return check;
+}
+
+struct PairIndexOp {
+  const std::uint32_t* pairs;
+  GW_HOST_DEVICE Index operator()(std::size_t j) const { return pairs[2 * j]; }
+};
+
+template <class Policy>
+void pair_indices(const Policy& policy, const std::uint32_t* pairs, std::size_t count,
+                  Index* indices) {
+  if (count == 0) return;
+  const thrust::counting_iterator<std::size_t> first(0);
+  thrust::transform(policy, first, first + count, indices, PairIndexOp{pairs});
+}
+
+// The distinct count comes back through thrust::unique's end, which waits for the policy's stream.
+template <class Policy>
+std::size_t sort_unique(const Policy& policy, Index* indices, std::size_t count) {
+  if (count == 0) return 0;
+  thrust::sort(policy, indices, indices + count);
+  return static_cast<std::size_t>(thrust::unique(policy, indices, indices + count) - indices);
 }
 
 template <class Policy>

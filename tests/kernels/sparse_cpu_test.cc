@@ -195,6 +195,21 @@ TEST(SparseCpu, PackZeroAndScatterAdd) {
   EXPECT_EQ(x, (std::vector<float>{10, 0, 10, 0}));
 }
 
+TEST(SparseCpu, PairIndicesAndSortUniqueMergeSelections) {
+  // Two ranks' pairs for one tensor, sharing indices 3 and 9.
+  const std::vector<std::uint32_t> a = {3, float_bits(1.0f), 9, float_bits(2.0f), 12, 0};
+  const std::vector<std::uint32_t> b = {0, float_bits(5.0f), 3, 0, 9, 0, 40, 0};
+  std::vector<std::uint32_t> cand(7, 99);
+  pair_indices(a.data(), 3, cand.data(), kHost);
+  pair_indices(b.data(), 4, cand.data() + 3, kHost);
+  EXPECT_EQ(cand, (std::vector<std::uint32_t>{3, 9, 12, 0, 3, 9, 40}));
+  const std::size_t u = sort_unique(cand.data(), cand.size(), kHost);
+  ASSERT_EQ(u, 5u);
+  cand.resize(u);
+  EXPECT_EQ(cand, (std::vector<std::uint32_t>{0, 3, 9, 12, 40}));
+  EXPECT_EQ(sort_unique(cand.data(), 0, kHost), 0u);
+}
+
 TEST(SparseCpu, SplitByRegionGivesEachRangeItsIndicesRelativeToItsStart) {
   // Ranges of 10: 3 and 9 in range 0, none in 1 or 2, 30 and 39 in 3, 41 in 4, none in 5.
   const std::vector<std::uint32_t> idx = {3, 9, 30, 39, 41};

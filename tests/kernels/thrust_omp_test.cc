@@ -293,6 +293,38 @@ TEST(ThrustOmp, PackZeroAndScatterAddMatchCpuBitForBit) {
   }
 }
 
+// The merge of several ranks' pairs into one candidate set: the indices of two overlapping
+// selections, concatenated, sorted and made distinct, as on the CPU.
+TEST(ThrustOmp, PairIndicesAndSortUniqueMatchCpu) {
+  GW_EACH_INPUT(n, dist) {
+    SCOPED_TRACE(input_name(n, dist));
+    const std::vector<float> v = make_values(dist, n, 18);
+    std::vector<std::uint32_t> idx(n);
+    const std::vector<std::uint32_t> thresholds = thresholds_for(v);
+    const std::size_t a = cpu::select_at_least(v.data(), n, thresholds.back(), idx.data());
+    std::vector<std::uint32_t> idx_b(n);
+    const std::size_t b = cpu::select_at_least(v.data(), n, thresholds.front(), idx_b.data());
+    std::vector<std::uint32_t> words(2 * (a + b));
+    cpu::pack_pairs(idx.data(), a, v.data(), words.data());
+    cpu::pack_pairs(idx_b.data(), b, v.data(), words.data() + 2 * a);
+    std::vector<std::uint32_t> cand(a + b), cand2(a + b);
+    cpu::pair_indices(words.data(), a, cand.data());
+    cpu::pair_indices(words.data() + 2 * a, b, cand.data() + a);
+    thrust_algo::pair_indices(omp, words.data(), a, cand2.data());
+    thrust_algo::pair_indices(omp, words.data() + 2 * a, b, cand2.data() + a);
+    ASSERT_EQ(cand, cand2);
+    const std::size_t u = cpu::sort_unique(cand.data(), a + b);
+    const std::size_t u2 = thrust_algo::sort_unique(omp, cand2.data(), a + b);
+    ASSERT_EQ(u, u2);
+    ASSERT_EQ(u, std::max(a, b));  // one selection holds the other
+    cand.resize(u);
+    cand2.resize(u);
+    ASSERT_EQ(cand, cand2);
+    ASSERT_TRUE(std::is_sorted(cand.begin(), cand.end()));
+    ASSERT_EQ(std::adjacent_find(cand.begin(), cand.end()), cand.end());
+  }
+}
+
 TEST(ThrustOmp, SplitByRegionMatchesCpu) {
   GW_EACH_INPUT(n, dist) {
     SCOPED_TRACE(input_name(n, dist));
