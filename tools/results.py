@@ -110,6 +110,8 @@ class Strategy:
         self.summary = s["summary"]
         self.env = s["env"]
         self.accuracy = s.get("accuracy")
+        # What the accuracy expectations compare with: accuracy.baseline, else the file's.
+        self.base_name = (self.accuracy or {}).get("baseline", spec["baseline"])
         baseline = next(b for b in spec["strategies"] if b["name"] == spec["baseline"])
         self.seeds = (self.accuracy or baseline["accuracy"])["seeds"]
         if not self.accuracy:
@@ -147,15 +149,18 @@ class Accuracy:
         self.strategies = [Strategy(spec, s) for s in spec["strategies"]]
         self.base = next(s for s in self.strategies if s.name == spec["baseline"])
 
-    def base_reports(self, seeds):
-        by_seed = dict(zip(self.base.seeds, self.base.reports))
+    def base_reports(self, seeds, base=None):
+        base = base or self.base
+        if base.reports is None:
+            raise InputError(f"no {base.name} reports to compare with")
+        by_seed = dict(zip(base.seeds, base.reports))
         missing = [s for s in seeds if s not in by_seed]
         if missing:
-            raise InputError(f"no {self.base.name} report for seed(s) {missing}")
+            raise InputError(f"no {base.name} report for seed(s) {missing}")
         return [by_seed[s] for s in seeds]
 
-    def vs_base(self, s, base_ptr, run_ptr=None):
-        b = mean(pointer(r, base_ptr) for r in self.base_reports(s.seeds))
+    def vs_base(self, s, base_ptr, run_ptr=None, base=None):
+        b = mean(pointer(r, base_ptr) for r in self.base_reports(s.seeds, base))
         r = s.figure(run_ptr or base_ptr)
         return b, r
 
@@ -180,19 +185,22 @@ class Accuracy:
             return None
         results = []
         vs = s.accuracy.get("vs_baseline", {})
+        base = next(x for x in self.strategies if x.name == s.base_name)
+        against = "" if base is self.base else f" vs {base.name}"
         for ptr, limit in vs.get("max_drop", {}).items():
-            b, r = self.vs_base(s, ptr)
-            results.append((b - r <= limit, f"drop {points(b - r)} <= {100 * limit:g} pts"))
+            b, r = self.vs_base(s, ptr, base=base)
+            results.append((b - r <= limit,
+                            f"drop{against} {points(b - r)} <= {100 * limit:g} pts"))
         pairs = list(dict.fromkeys(list(vs.get("min_ratio", {})) + list(vs.get("max_ratio", {}))))
         for pair in pairs:
             lo, hi = vs.get("min_ratio", {}).get(pair), vs.get("max_ratio", {}).get(pair)
             bp, rp = pair.split(":")
-            b, r = self.vs_base(s, bp, rp)
+            b, r = self.vs_base(s, bp, rp, base=base)
             x = b / r if r else 0.0
             ok = r != 0 and (lo is None or x >= lo) and (hi is None or x <= hi)
             bound = (f"in [{lo:g}, {hi:g}]" if lo is not None and hi is not None
                      else f">= {lo:g}" if lo is not None else f"<= {hi:g}")
-            results.append((ok, f"{rp.rsplit('/', 1)[-1]} ratio {ratio(x)} {bound}"))
+            results.append((ok, f"{rp.rsplit('/', 1)[-1]} ratio{against} {ratio(x)} {bound}"))
         for kind, ok_fn, sign in (("min", lambda x, l: x >= l, ">="),
                                   ("max", lambda x, l: x <= l, "<=")):
             for ptr, limit in s.accuracy.get("check", {}).get(kind, {}).items():
@@ -578,11 +586,16 @@ def render_lowband_report(r, ext, rel, png, level):
 
 
 def lowband_runs():
-    """The further harness reports: docs/lowband/runs/<name>/report.json, in name order."""
+    """The further harness reports: docs/lowband/runs/<name>/report.json, in name order, a
+    leading run number compared as a number (2_... before 10_...)."""
     where = os.path.join(ROOT, LOWBAND_RUNS)
     if not os.path.isdir(where):
         return []
-    return [f"{LOWBAND_RUNS}/{n}/report.json" for n in sorted(os.listdir(where))
+
+    def order(n):
+        number = n.split("_", 1)[0]
+        return (int(number), n) if number.isdigit() else (float("inf"), n)
+    return [f"{LOWBAND_RUNS}/{n}/report.json" for n in sorted(os.listdir(where), key=order)
             if os.path.isfile(os.path.join(where, n, "report.json"))]
 
 
