@@ -98,7 +98,6 @@ const compressors::ExchangePlan& BucketExchange::run(Communicator& comm,
 void BucketExchange::exchange_split(Communicator& comm, compressors::Compressor& compressor,
                                     const compressors::BucketView& bucket,
                                     const compressors::ExchangePlan& plan, TrafficKind kind) {
-  using compressors::split_range;
   const kernels::Stream& stream = compressor.stream();
   const auto un = static_cast<std::size_t>(comm.size());
   const auto me = static_cast<std::size_t>(comm.rank());
@@ -285,7 +284,6 @@ void BucketExchange::exchange_split_levels(const Levels& levels,
                                            const compressors::BucketView& bucket,
                                            const compressors::ExchangePlan& plan,
                                            TrafficKind kind) {
-  using compressors::split_range;
   const kernels::Stream& stream = compressor.stream();
   Communicator& local = *levels.local;
   Communicator& cross = *levels.cross;
@@ -408,6 +406,7 @@ void BucketExchange::exchange_split_levels(const Levels& levels,
   // rank holds every range's; each is checked against its range, naming the rank that kept it.
   const auto mine = static_cast<std::int64_t>(kept_.size());
   sizes_.resize(nn);
+  ones_.assign(nn, 1);
   cross.allgatherv(&mine, 1, sizes_.data(), ones_, DataType::kInt64, TrafficKind::kControl);
   compressors::check_message_sizes(bucket, kept_plan_, sizes_, cross_words_, &cross_senders_);
   total = 0;
