@@ -140,14 +140,14 @@ std::size_t SparsifyingCompressor::reselect_among(const TensorSlot& t, float* su
                                                   std::size_t count, std::size_t k, SparseWire wire,
                                                   SparseMessageWriter& out) {
   const std::size_t kept = std::min(k, count);
-  std::uint32_t* indices = nullptr;
-  if (kept > 0) {
-    indices = selected_.reserve_discard(count, stream_);
-    kernels::copy_bytes(indices, candidates, count * sizeof(std::uint32_t), stream_);
-    if (kept < count) {
-      std::uint32_t* scratch = among_keys_.reserve_discard(count, stream_);
-      kernels::keep_top_k(sums, indices, count, kept, scratch, stream_);
-    }
+  // Every candidate is kept unless there are more than k: only then is a copy cut down.
+  const std::uint32_t* indices = candidates;
+  if (kept > 0 && kept < count) {
+    std::uint32_t* cut = selected_.reserve_discard(count, stream_);
+    kernels::copy_bytes(cut, candidates, count * sizeof(std::uint32_t), stream_);
+    std::uint32_t* scratch = among_keys_.reserve_discard(count, stream_);
+    kernels::keep_top_k(sums, cut, count, kept, scratch, stream_);
+    indices = cut;
   }
   out.append(indices, kept, sums, stream_, wire);  // an empty segment when nothing is kept
   if (wire == SparseWire::kCompact) {
