@@ -1,6 +1,7 @@
 #include "plugin/bucket_exchange.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "kernels/sparse.h"
 
@@ -93,6 +94,59 @@ const compressors::ExchangePlan& BucketExchange::run(Communicator& comm,
   if (times) times->decoded.record(stream);
   stream.synchronize();
   return plan;
+}
+
+ExchangeTrial BucketExchange::trial(compressors::Compressor& compressor,
+                                    const compressors::BucketView& bucket, int world_size) {
+  const kernels::Stream& stream = compressor.stream();
+  const auto begin = std::chrono::steady_clock::now();
+  compressor.plan_into(bucket, world_size, plan_);
+  const compressors::ExchangePlan& plan = plan_;
+  ExchangeTrial t;
+  compressors::EncodedBucket payload;
+  for (std::size_t pos : plan.dense) payload.dense_count += bucket.tensors[pos].numel;
+  const std::size_t p_count = plan.p_count();
+  if (plan.dense_wire == DenseWire::kFloat16) {
+    payload.f16 = dense_f16_.reserve_discard(payload.dense_count, stream);
+    t.dense_element_size = sizeof(Half);
+  } else if (plan.all_dense()) {
+    payload.f32 = bucket.data;
+  } else {
+    payload.f32 = dense_f32_.reserve_discard(payload.dense_count + p_count, stream);
+    payload.factors = payload.f32 + payload.dense_count;
+  }
+  t.sparse = !plan.sparse.empty();
+  t.split = plan.sparse_algo == compressors::SparseAlgo::kSplit && t.sparse;
+  if (t.split) {
+    to_.resize(static_cast<std::size_t>(world_size));
+    for (compressors::SparseMessageWriter& w : to_) {
+      w.clear();
+      w.reserve(compressors::max_message_words(plan), stream);
+    }
+    payload.sparse_to = &to_;
+  } else {
+    sparse_.clear();
+    sparse_.reserve(compressors::max_message_words(plan), stream);
+    payload.sparse = &sparse_;
+  }
+  compressor.encode(bucket, plan, world_size, payload);
+  if (!plan.low_rank.empty()) {
+    float* q = factors_q_.reserve_discard(plan.q_count(), stream);
+    compressor.project(bucket, plan, payload.factors, q);
+    compressor.reconstruct(bucket, plan, payload.factors, q);
+  }
+  compressors::decode_dense(bucket, plan, payload, stream);
+  stream.synchronize();
+  t.codec_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  t.dense_elements = payload.dense_count + p_count;
+  t.q_elements = plan.q_count();
+  if (t.split) {
+    for (const compressors::SparseMessageWriter& w : to_) t.sparse_words += w.size();
+  } else if (t.sparse) {
+    t.sparse_words = sparse_.size();
+  }
+  return t;
 }
 
 void BucketExchange::exchange_split(Communicator& comm, compressors::Compressor& compressor,

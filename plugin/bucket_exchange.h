@@ -48,8 +48,27 @@ struct ExchangeTimes {
 // a round inside the node. Every message is checked against its range before anything is added, and
 // an error names the world rank that sent it (or, in step 5, that kept it). The applied values
 // differ from the flat split's: step 2 ranks a node's sums rather than the world's.
+// What one bucket's exchange under a compressor would send, and its local work, found without
+// sending anything (BucketExchange::trial; GRADWIRE_COMPRESSOR=auto's inputs).
+struct ExchangeTrial {
+  double codec_seconds = 0;        // encode, the low-rank round's projections, the dense decode
+  std::size_t dense_elements = 0;  // the first allreduce's elements: the dense part and any P
+  std::size_t dense_element_size = sizeof(float);
+  std::size_t q_elements = 0;     // the low-rank round's second allreduce (Q factors)
+  std::size_t sparse_words = 0;   // this rank's sparse message, every destination's part
+  bool split = false;             // the sparse part goes by split
+  bool sparse = false;            // the plan has a sparse part
+};
+
 class BucketExchange {
  public:
+  // Plans and encodes `bucket` as run() would, and runs the local halves of the low-rank round
+  // and the dense decode, with nothing sent: what the exchange would carry, and how long the
+  // local work took. It changes the compressor's state and the bucket: give it a trial
+  // compressor and a copy.
+  ExchangeTrial trial(compressors::Compressor& compressor, const compressors::BucketView& bucket,
+                      int world_size);
+
   // Afterwards bucket.data holds, per tensor, the sum over ranks, except the dense part of an fp16
   // plan, which holds the average (the fp16 wire pre-divides by the world size). Collective:
   // every rank passes the same bucket layout at the same step. A malformed sparse message from a

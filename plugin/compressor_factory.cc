@@ -1,6 +1,7 @@
 #include "plugin/compressor_factory.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "compressors/dgc_compressor.h"
 #include "compressors/fp16_compressor.h"
@@ -13,7 +14,9 @@ namespace gw {
 CompressorSettings read_compressor_settings(const config::Config& config) {
   namespace keys = config::keys;
   CompressorSettings s;
-  s.kind = compressors::parse_kind(config.get_string(keys::kCompressor));
+  const std::string& compressor = config.get_string(keys::kCompressor);
+  s.automatic = compressor == "auto";
+  s.kind = s.automatic ? compressors::Kind::kNone : compressors::parse_kind(compressor);
   s.sparsify.sparsity = config.get_float_list(keys::kDgcSparsity);
   s.sparsify.rampup_begin_step = config.get_int(keys::kDgcRampupBeginStep);
   s.sparsify.rampup_steps = config.get_int(keys::kDgcRampupSteps);
@@ -55,11 +58,12 @@ void check_compressor_supports(const CompressorSettings& settings, const Optimiz
   }
 }
 
-std::unique_ptr<compressors::Compressor> make_compressor(const CompressorSettings& settings,
-                                                         std::vector<std::size_t> numels,
-                                                         std::vector<std::size_t> rows,
-                                                         Optimizer& inner) {
-  check_compressor_supports(settings, inner);
+namespace {
+
+std::unique_ptr<compressors::Compressor> build(const CompressorSettings& settings,
+                                               std::vector<std::size_t> numels,
+                                               std::vector<std::size_t> rows,
+                                               const std::optional<SgdMomentum>& momentum) {
   using compressors::Kind;
   switch (settings.kind) {
     case Kind::kNone:
@@ -80,19 +84,37 @@ std::unique_ptr<compressors::Compressor> make_compressor(const CompressorSetting
     case Kind::kTopk:
       return std::make_unique<compressors::TopkCompressor>(std::move(numels), settings.sparsify);
     case Kind::kDgc: {
-      const SgdMomentum m = *inner.sgd_momentum();
+      if (!momentum) throw std::logic_error("make_compressor: dgc without SGD momentum");
       compressors::DgcOptions d;
       d.sparsify = settings.sparsify;
-      d.momentum = m.momentum;
-      d.nesterov = m.nesterov;
+      d.momentum = momentum->momentum;
+      d.nesterov = momentum->nesterov;
       d.momentum_masking = settings.momentum_masking;
       d.clip_norm = settings.clip_norm;
-      auto c = std::make_unique<compressors::DgcCompressor>(std::move(numels), d);
-      inner.release_momentum();  // only once the compressor exists: nothing is lost on an error
-      return c;
+      return std::make_unique<compressors::DgcCompressor>(std::move(numels), d);
     }
   }
   return std::make_unique<compressors::NoneCompressor>();
+}
+
+}  // namespace
+
+std::unique_ptr<compressors::Compressor> make_trial_compressor(
+    const CompressorSettings& settings, std::vector<std::size_t> numels,
+    std::vector<std::size_t> rows, const std::optional<SgdMomentum>& momentum) {
+  return build(settings, std::move(numels), std::move(rows), momentum);
+}
+
+std::unique_ptr<compressors::Compressor> make_compressor(const CompressorSettings& settings,
+                                                         std::vector<std::size_t> numels,
+                                                         std::vector<std::size_t> rows,
+                                                         Optimizer& inner) {
+  check_compressor_supports(settings, inner);
+  auto c = build(settings, std::move(numels), std::move(rows), inner.sgd_momentum());
+  // dgc applies the momentum itself: only once the compressor exists, so nothing is lost on an
+  // error.
+  if (settings.kind == compressors::Kind::kDgc) inner.release_momentum();
+  return c;
 }
 
 }  // namespace gw

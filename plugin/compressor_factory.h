@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,9 @@ namespace gw {
 
 struct CompressorSettings {
   compressors::Kind kind = compressors::Kind::kNone;
+  // GRADWIRE_COMPRESSOR=auto: `kind` is chosen at the first step (plugin/auto_strategy.h); until
+  // then it is kNone.
+  bool automatic = false;
   compressors::SparsifyOptions sparsify;
   compressors::PowerSgdOptions powersgd;
   bool momentum_masking = true;
@@ -30,6 +34,12 @@ CompressorSettings read_compressor_settings(const config::Config& config);
 // Throws config::ConfigError when the compressor cannot run under `inner`: dgc needs an
 // optimizer of the SGD form (Optimizer::sgd_momentum), and suggests topk otherwise.
 void check_compressor_supports(const CompressorSettings& settings, const Optimizer& inner);
+
+// A compressor of `settings.kind` that does not touch an inner optimizer: dgc takes `momentum` (its
+// SGD momentum) instead of taking over the optimizer's; for auto's trial encodes.
+std::unique_ptr<compressors::Compressor> make_trial_compressor(
+    const CompressorSettings& settings, std::vector<std::size_t> numels,
+    std::vector<std::size_t> rows, const std::optional<SgdMomentum>& momentum);
 
 // numels and rows: every parameter's element count and rows (ParameterSpec::rows), in
 // registration order. For dgc this takes over the inner optimizer's momentum

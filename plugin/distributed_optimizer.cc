@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <istream>
+#include <ostream>
 #include <optional>
 #include <stdexcept>
 
@@ -34,12 +36,14 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<CountingCommunicator>
   // Local SGD sends fp16 deltas when GRADWIRE_COMPRESSOR=fp16 asks for it, not AMP's wire.
   const bool fp16_deltas = compression.kind == compressors::Kind::kFp16;
   const AmpSettings amp = read_amp_settings(config_);
+  if (compression.automatic && amp.enabled) {
+    throw config::ConfigError(std::string(config::keys::kCompressor) +
+                              "=auto does not choose under " + config::keys::kAmp +
+                              "=1 yet (mixed precision changes what each candidate sends); "
+                              "name a compressor, or set " + config::keys::kAmp + "=0");
+  }
   compression.kind = gradient_compressor(compression.kind, amp);
   amp_ = AmpStep(amp, compression.kind);
-  gradient_wire_ = compression.kind == compressors::Kind::kNone       ? "fp32"
-                   : compression.kind == compressors::Kind::kFp16     ? "fp16"
-                   : compression.kind == compressors::Kind::kPowerSgd ? "low-rank factors"
-                                                                      : "sparse";
   params_ = ParameterSet(std::move(params), options.stream);
   comm_stream_ = options.stream.is_host() ? kernels::Stream::host()
                                           : kernels::Stream::cuda(options.stream.cuda_device());
@@ -47,8 +51,7 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<CountingCommunicator>
 
   // Tensor fusion (Note [Buckets in the step]).
   const double threshold_mib = config_.get_float(config::keys::kFusionThresholdMb);
-  std::vector<std::size_t> numels = params_.numels();
-  plan_ = fusion::plan_buckets(numels, fusion::threshold_bytes_from_mib(threshold_mib));
+  plan_ = fusion::plan_buckets(params_.numels(), fusion::threshold_bytes_from_mib(threshold_mib));
   buckets_ = params_.bucket_views(plan_, params_.gradients());
   exchanges_.resize(plan_.size());
   bucket_ready_.resize(plan_.size());
@@ -59,11 +62,13 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<CountingCommunicator>
   local_sgd_ = std::make_unique<LocalSgdAveraging>(sync, fp16_deltas, *comm_, *inner_, params_,
                                                    plan_, comm_stream_);
 
-  compressor_ = make_compressor(compression, std::move(numels), params_.rows(), *inner_);
-  compressor_->set_stream(comm_stream_);
-  stats_.compressor = compressor_->name();
-  stats_.warmup_end_step = compressor_->warmup_end_step();
-  measure_from_step_ = stats_.warmup_end_step;
+  if (compression.automatic) {
+    // Until step 0 decides (Note [Choosing at the first step]), a compressor that keeps no state.
+    auto_ = std::make_unique<AutoStrategy>(config_, compression, *inner_, params_);
+    auto_->inject_measurements = options.inject_auto_measurements;
+  }
+  install_compressor(compression);
+  if (auto_) gradient_wire_ = "chosen at step 0 (auto)";
   stats_.dense_bytes_per_step = CountingCommunicator::allreduce_bytes(
       params_.numel(), sizeof(float), comm_->rank(), comm_->size());
 
@@ -80,6 +85,27 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<CountingCommunicator>
   engine_ = std::make_unique<Engine>([this](std::size_t b) { run_job(b); }, plan_.size());
   timeline_.restart();
   if (comm_->rank() == 0) log_startup(threshold_mib);
+  if (auto_) auto_->started();
+}
+
+void DistributedOptimizer::install_compressor(const CompressorSettings& settings) {
+  compressor_ = make_compressor(settings, params_.numels(), params_.rows(), *inner_);
+  compressor_->set_stream(comm_stream_);
+  stats_.compressor = auto_ && !auto_->decided() ? "auto" : compressor_->name();
+  stats_.warmup_end_step = compressor_->warmup_end_step();
+  measure_from_step_ = std::max(stats_.warmup_end_step, steps_);
+  gradient_wire_ = settings.kind == compressors::Kind::kNone       ? "fp32"
+                   : settings.kind == compressors::Kind::kFp16     ? "fp16"
+                   : settings.kind == compressors::Kind::kPowerSgd ? "low-rank factors"
+                                                                   : "sparse";
+}
+
+void DistributedOptimizer::decide_auto() {
+  const Logger silent(LogLevel::kError, comm_->rank());
+  const CompressorSettings chosen = auto_->decide(*comm_, params_, plan_, params_.gradients(),
+                                                  steps_, comm_->rank() == 0 ? log_ : silent);
+  install_compressor(chosen);
+  bytes_at_warmup_end_ = comm_->counters()[TrafficKind::kGradient].sent_bytes;
 }
 
 void DistributedOptimizer::log_startup(double threshold_mib) const {
@@ -89,7 +115,7 @@ void DistributedOptimizer::log_startup(double threshold_mib) const {
            "ranks; sync %s%s%s",
            params_.size(), params_.numel(), params_.numel() * 4 / 1e6,
            plan_.describe(sizeof(float)).c_str(), threshold_mib, comm_->size(),
-           inner_->name().c_str(), compressor_->name().c_str(), average_ ? "averaged" : "summed",
+           inner_->name().c_str(), stats_.compressor.c_str(), average_ ? "averaged" : "summed",
            local_sgd_->policy().name().c_str(), amp_.describe(gradient_wire_).c_str(),
            timeline_.on() ? ("; timeline " + timeline_.path()).c_str() : "");
 }
@@ -135,6 +161,9 @@ void DistributedOptimizer::begin_gradients() {
   run_order_.clear();
   if (amp_.checks_before_exchange(g.exchanging)) {
     g.job = Job::kCheck;  // each rank checks its own gradients first
+  } else if (g.exchanging && auto_ && !auto_->decided()) {
+    g.job = Job::kNone;  // nothing leaves before auto has chosen (collect_gradients)
+    g.auto_pending = true;
   } else if (g.exchanging) {
     compressor_->begin_step(steps_);
     g.job = Job::kExchange;
@@ -144,6 +173,7 @@ void DistributedOptimizer::begin_gradients() {
 }
 
 void DistributedOptimizer::launch_released(std::size_t count) {
+  if (count > 0 && auto_) auto_->bucket_released();
   if (count == 0 || facts_.gradients.job == Job::kNone) return;
   const std::size_t end = tracker_.released();
   for (std::size_t b = end - count; b < end; ++b) {
@@ -268,6 +298,7 @@ float DistributedOptimizer::target_multiplier() const {
 
 void DistributedOptimizer::collect_gradients() {
   throw_if_failed();
+  if (auto_) auto_->gradients_ready();
   const auto wait_begin = std::chrono::steady_clock::now();
   if (tracker_.none_marked()) {
     begin_gradients();
@@ -296,6 +327,12 @@ void DistributedOptimizer::collect_gradients() {
     }
   } else if (g.job == Job::kExchange && amp_.enabled()) {
     g.overflow = g.job_overflow;  // checked after the exchange, the same bits on every rank
+  } else if (g.auto_pending) {
+    decide_auto();
+    compressor_->begin_step(steps_);
+    g.job = Job::kExchange;
+    launch_all();
+    wait_engine();
   }
   // Every job has synchronised the communication stream: the events are complete.
   last_exchange_ms_ = g.job == Job::kExchange && exchange_timed_
@@ -367,13 +404,19 @@ void DistributedOptimizer::step() {
   const bool skip = facts_.gradients.overflow;
   amp_.finish_step(steps_, skip, log_);
   local_sgd_->before_update(local);
+  const auto update_begin = std::chrono::steady_clock::now();
   if (!skip) inner_->step(views);
+  if (auto_) {
+    auto_->update_done(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - update_begin).count());
+  }
   if (facts_.gradients.exchanged) count_compression();
   const auto update_end = timeline_.now();
   if (local_sgd_->averages_after(steps_)) average_parameters(/*scheduled=*/true);
   const std::int64_t step = steps_++;
   timeline_.record_step(step, wait_begin, wait_end, update_end, skip);
   facts_ = StepFacts{};
+  if (auto_) auto_->step_ended(comm_->rank() == 0 ? log_ : Logger(LogLevel::kError, 0));
 }
 
 void DistributedOptimizer::count_compression() {
@@ -407,19 +450,47 @@ void DistributedOptimizer::average_parameters(bool scheduled) {
   local_sgd_->finish_point(scheduled ? steps_ : steps_ - 1, scheduled, log_);
 }
 
+// Note [The auto choice in a checkpoint]
+// Under GRADWIRE_COMPRESSOR=auto the compressor's state is the chosen compressor's, so the choice
+// goes first, as one line: "gradwire-auto <compressor> <step>" ("-" before step 0 decided). A run
+// resumed from it builds that compressor without measuring again, so it continues as the
+// straight run would.
 void DistributedOptimizer::save_state(std::ostream& out) const {
   check_between_steps("save_state");
+  if (auto_) {
+    const AutoDecision* d = auto_->decision();
+    out << "gradwire-auto " << (d ? d->chosen : "-") << ' ' << (d ? d->step : 0) << '\n';
+  }
   write_optimizer_state(out, steps_, *compressor_, *inner_, *local_sgd_, amp_.scaler());
 }
 
 void DistributedOptimizer::load_state(std::istream& in) {
   check_between_steps("load_state");
+  if (auto_) {
+    std::string tag, chosen;
+    std::int64_t step = 0;
+    in >> tag >> chosen >> step;
+    in.get();
+    if (!in || tag != "gradwire-auto") {
+      throw std::runtime_error("optimizer state: no GRADWIRE_COMPRESSOR=auto choice at its start "
+                               "(written by a run with another compressor?)");
+    }
+    if (chosen != "-") {
+      if (!auto_->decided()) {
+        install_compressor(auto_->restore(chosen, step));
+      } else if (auto_->decision()->chosen != chosen) {
+        throw std::runtime_error("optimizer state: auto chose " + chosen + ", this run " +
+                                 auto_->decision()->chosen);
+      }
+    }
+  }
   steps_ = read_optimizer_state(in, *compressor_, *inner_, *local_sgd_, amp_.scaler());
   facts_ = StepFacts{};
   // Per-step figures of a resumed run start at the resume point.
   measure_from_step_ = std::max(stats_.warmup_end_step, steps_);
   stats_.steps_after_warmup = 0;
   stats_.gradient_bytes_after_warmup = 0;
+  if (auto_) auto_->started();
 }
 
 void DistributedOptimizer::broadcast_parameters() {

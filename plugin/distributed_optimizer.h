@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "fusion/launch_tracker.h"
 #include "kernels/stream.h"
 #include "plugin/amp_step.h"
+#include "plugin/auto_strategy.h"
 #include "plugin/bucket_exchange.h"
 #include "plugin/comm/counting_communicator.h"
 #include "plugin/config/config.h"
@@ -52,6 +54,9 @@ struct DistributedOptimizerOptions {
     std::size_t bucket = 0;
     int rank = -1;
   } inject_engine_failure;
+  // Test-only: GRADWIRE_COMPRESSOR=auto's measured inputs on this rank, changed before the ranks
+  // combine them (AutoStrategy::inject_measurements).
+  std::function<void(AutoStrategy::Measured&)> inject_auto_measurements;
 };
 
 // What the compressor did over the run so far, on this rank.
@@ -190,6 +195,9 @@ class DistributedOptimizer {
 
   const config::Config& config() const { return config_; }
   const CompressionStats& compression_stats() const { return stats_; }
+  // GRADWIRE_COMPRESSOR=auto's measurements and choice, once made; null before, and for every
+  // other compressor. See Note [Choosing at the first step].
+  const AutoDecision* auto_decision() const { return auto_ ? auto_->decision() : nullptr; }
   const SyncStats& sync_stats() const { return local_sgd_->stats(); }
   const sync_policies::SyncPolicy& sync_policy() const { return local_sgd_->policy(); }
   Optimizer& inner() { return *inner_; }
@@ -214,6 +222,7 @@ class DistributedOptimizer {
       bool exchanged = false;     // the exchange ran
       std::size_t dense_tensors = 0, sparse_tensors = 0;  // for the debug log
       bool dense_fallback = false;
+      bool auto_pending = false;  // auto decides in collect_gradients, before the exchange
     } gradients;
   };
 
@@ -253,6 +262,10 @@ class DistributedOptimizer {
   // The per-step compression figures, once the step's gradients were exchanged.
   void count_compression();
   void log_startup(double threshold_mib) const;
+  // Makes the compressor of `settings` the step's (at construction, and where auto decides).
+  void install_compressor(const CompressorSettings& settings);
+  // auto at step 0 (Note [Choosing at the first step]): measure, decide, build the compressor.
+  void decide_auto();
 
   std::shared_ptr<CountingCommunicator> comm_;
   std::unique_ptr<Optimizer> inner_;
@@ -261,6 +274,8 @@ class DistributedOptimizer {
   bool average_ = true;
   ParameterSet params_;
   std::unique_ptr<compressors::Compressor> compressor_;
+  // GRADWIRE_COMPRESSOR=auto; null otherwise.
+  std::unique_ptr<AutoStrategy> auto_;
   // The bucket jobs' stream (Note [The step on a device]): the host, or a CUDA stream of the
   // optimizer's own on the program's device; one event per bucket marks its gradients written.
   kernels::Stream comm_stream_ = kernels::Stream::host();

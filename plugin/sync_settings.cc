@@ -73,6 +73,13 @@ SyncSettings read_sync_settings(const config::Config& config) {
   }
   if (mode != SyncMode::kEveryStep) {
     const std::string compressor = config.get_string(keys::kCompressor);
+    if (compressor == "auto") {
+      throw config::ConfigError(
+          current + " cannot be combined with " + setting(config, keys::kCompressor) +
+          ": auto chooses how gradients travel at every step, and local SGD exchanges parameters "
+          "instead. Use " + keys::kCompressor + "=none or fp16 (fp16 sends the parameters as "
+          "fp16 deltas)");
+    }
     if (compressors::keeps_residuals(compressors::parse_kind(compressor))) {
       throw config::ConfigError(
           current + " cannot be combined with " + setting(config, keys::kCompressor) + ": " +

@@ -28,6 +28,7 @@
 #include "reference_trainer/app/checkpoint.h"
 #include "reference_trainer/app/checkpoint_files.h"
 #include "reference_trainer/app/command_line.h"
+#include "reference_trainer/app/config_summary.h"
 #include "reference_trainer/app/output_file.h"
 #include "reference_trainer/app/report.h"
 #include "reference_trainer/app/run_identity.h"
@@ -107,9 +108,13 @@ int run(const gw::trainer::TrainerOptions& options, const gw::config::Config& co
                   static_cast<unsigned long long>(resume->checkpoint.step_in_epoch));
     }
   }
-  if (comm->rank() == 0 && config.get_string(gw::config::keys::kLogLevel) != "error" &&
-      config.get_string(gw::config::keys::kLogLevel) != "warn") {
-    std::printf("gradwire configuration (%d ranks):\n%s", comm->size(), config.table().c_str());
+  // See Note [The configuration at the start of a run].
+  const std::string& log_level = config.get_string(gw::config::keys::kLogLevel);
+  if (comm->rank() == 0 && log_level != "error" && log_level != "warn") {
+    const std::string configuration = log_level == "debug"
+                                          ? gw::trainer::config_full_table(config, comm->size())
+                                          : gw::trainer::config_summary_line(config, comm->size());
+    std::printf("%s", configuration.c_str());
     std::printf("backend: %s\n", backend.reason.c_str());
     std::printf("exchange: %s\n", backend.hierarchy.reason.c_str());
     std::printf("MPI: %s; collectives wait by %s\n", mpi_info.library.c_str(),

@@ -145,8 +145,32 @@ def run_entry(strategy, rate, env, r, trainer_report, log_path, args):
                      "test_accuracy": h["test_accuracy"],
                      "exchange_bytes": h["gradient_bytes_sent"] + h["parameter_bytes_sent"]}
                     for h in r["history"]],
+        "auto": auto_entry(r),
         "trainer_report": trainer_report,
         "log": log_path,
+    }
+
+
+def auto_entry(r):
+    """GRADWIRE_COMPRESSOR=auto's choice and its prediction against the run's steps, or None."""
+    a = r.get("auto")
+    if not a:
+        return None
+    chosen = next(c for c in a["candidates"] if c["name"] == a["chosen"])
+    mean_step = r["train_seconds"] / r["steps"] if r["steps"] else None
+    check = a.get("check")
+    predicted = check["predicted_step_seconds"] if check else None
+    return {
+        "chosen": a["chosen"],
+        "how": a["how"],
+        "measure_seconds": a["measure_seconds"],
+        "predicted_at_decision_seconds": chosen["predicted_step_seconds"],
+        "predicted_step_seconds": predicted,
+        "measured_median_step_seconds": check["measured_step_seconds"] if check else None,
+        "mean_step_seconds": mean_step,
+        # The report's prediction against the trainer's mean training step (evaluation excluded).
+        "prediction_error": predicted / mean_step - 1 if predicted and mean_step else None,
+        "candidates": {c["name"]: c["predicted_step_seconds"] for c in a["candidates"]},
     }
 
 

@@ -110,7 +110,15 @@ std::optional<TrainerOptions> parse_command_line(int argc, char** argv, int* exi
       ->default_str("table")
       ->check(CLI::IsMember({"table", "markdown"}));
   bool no_progress = false;
-  app.add_flag("--no-progress", no_progress, "No live progress bar");
+  app.add_flag("--no-progress", no_progress,
+               "No progress on stderr: neither the live bar nor the --progress-every lines");
+  app.add_option("--progress-every", o.progress_every,
+                 "When stderr is not a terminal, a plain progress line on it at most every this "
+                 "many seconds, instead of the live bar (0: none; the evaluation and epoch lines "
+                 "remain)")
+      ->check(kFinite)
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -140,8 +148,9 @@ std::string agreed_options_canonical(const TrainerOptions& o) {
   // batch size, data subset or step limit would issue other collectives (a hang), and one with
   // another learning rate or seed would train silently apart. The paths (data, report, saved
   // parameters, checkpoints) may differ per rank, but whether a rank writes checkpoints or
-  // resumes must not (both are collective); --no-progress only draws. A resumed run must also
-  // match the run it continues, in all of these but a few (Note [Run identity]).
+  // resumes must not (both are collective); --no-progress and --progress-every only print. A
+  // resumed run must also match the run it continues, in all of these but a few
+  // (Note [Run identity]).
   std::string out;
   const auto line = [&out](const char* key, const std::string& value) {
     out += std::string(key) + "=" + value + "\n";

@@ -127,6 +127,72 @@ nlohmann::json amp_json(const AmpResult& amp) {
   };
 }
 
+nlohmann::json auto_json(const std::optional<AutoDecision>& decision) {
+  if (!decision) return nullptr;
+  const AutoDecision& d = *decision;
+  nlohmann::json candidates = nlohmann::json::array();
+  for (std::size_t i = 0; i < d.candidates.size(); ++i) {
+    const autotune::Candidate& c = d.candidates[i];
+    const bool predicted = i < d.choice.predictions.size();
+    const autotune::Prediction p = predicted ? d.choice.predictions[i] : autotune::Prediction{};
+    candidates.push_back(
+        {{"name", c.name},
+         {"bytes_per_step", c.bytes_per_step},
+         {"collectives_per_step", c.collectives_per_step},
+         {"codec_seconds", c.codec_s},
+         {"accuracy_drop_points",
+          c.accuracy_known ? nlohmann::json(c.accuracy_drop_points) : nlohmann::json(nullptr)},
+         {"named", c.named},
+         {"excluded", c.excluded},
+         {"comm_seconds", p.comm_s},
+         {"exposed_seconds", p.exposed_s},
+         {"predicted_step_seconds", p.step_s},
+         {"link_bound", p.link_bound},
+         {"verdict", i < d.choice.verdicts.size() ? d.choice.verdicts[i] : ""}});
+  }
+  nlohmann::json probes = nlohmann::json::array();
+  for (const autotune::ProbePoint& p : d.probes) probes.push_back({p.bytes, p.seconds});
+  const auto inputs = [](const autotune::StepInputs& s) {
+    return nlohmann::json{
+        {"compute_seconds", s.compute_s}, {"update_seconds", s.update_s},
+        {"overlap_seconds", s.overlap_s}};
+  };
+  return {
+      {"chosen", d.chosen},
+      {"step", d.step},
+      {"how", d.how},
+      {"measure_seconds", d.measure_seconds},
+      {"probe_bytes", d.probe_bytes},
+      {"probe_collectives", d.probe_collectives},
+      {"bytes_across_nodes", d.bytes_across_nodes},
+      {"link",
+       {{"latency_seconds", d.link.latency_s},
+        {"seconds_per_byte", d.link.seconds_per_byte},
+        {"burst_bytes", d.link.burst_bytes},
+        {"burst_seconds_per_byte", d.link.burst_seconds_per_byte}}},
+      {"probes", probes},
+      {"probes_are", "[bytes this rank sent, seconds] of each probe allreduce, the slowest rank's"},
+      {"inputs", inputs(d.inputs)},
+      {"max_accuracy_drop_points", d.max_accuracy_drop_points},
+      {"candidates", candidates},
+      {"check",
+       d.checked ? nlohmann::json{{"steps", d.check_steps},
+                                  {"inputs", inputs(d.check_inputs)},
+                                  {"predicted_step_seconds", d.predicted_step_s},
+                                  {"measured_step_seconds", d.measured_step_s},
+                                  {"error", d.measured_step_s > 0
+                                                ? (d.predicted_step_s - d.measured_step_s) /
+                                                      d.measured_step_s
+                                                : 0.0}}
+                 : nlohmann::json(nullptr)},
+      {"is",
+       "GRADWIRE_COMPRESSOR=auto (docs/AUTO.md): what it measured at its decision, each "
+       "candidate's predicted step (Note [The auto cost model]) and verdict; check: the inputs "
+       "re-measured over the steps after the decision (medians), the chosen candidate's "
+       "prediction from them, and the median step measured"},
+  };
+}
+
 nlohmann::json sync_json(const SyncStats& sync, const std::vector<CompressionStats>& compression,
                          double exchanged, std::int64_t steps) {
   std::uint64_t dense = 0;
@@ -258,6 +324,7 @@ nlohmann::json make_report(const TrainerOptions& options, const config::Config& 
        compression_json(result.compression_per_rank, result.traffic_per_rank, result.steps)},
       {"sync", sync_json(result.sync, result.compression_per_rank, exchanged, result.steps)},
       {"amp", amp_json(result.amp)},
+      {"auto", auto_json(result.auto_decision)},
       {"device",
        {{"kind", result.device.kind},
         {"name", result.device.name},
@@ -366,6 +433,24 @@ std::string summary_text(const nlohmann::json& r) {
                   d["compute_ms_per_step"].get<double>(), d["exchange_ms_per_step"].get<double>(),
                   d["after_backward_ms_per_step"].get<double>(),
                   d["peak_memory_bytes"].get<double>() / mb);
+    out << line;
+  }
+  if (r.contains("auto") && !r["auto"].is_null()) {
+    const auto& a = r["auto"];
+    std::string check = "not checked (fewer steps than GRADWIRE_AUTO_CHECK_STEPS after it)";
+    if (!a["check"].is_null()) {
+      char text[160];
+      std::snprintf(text, sizeof text, "step %.2f ms measured, %.2f ms predicted (%+.1f%%)",
+                    1e3 * a["check"]["measured_step_seconds"].get<double>(),
+                    1e3 * a["check"]["predicted_step_seconds"].get<double>(),
+                    100 * a["check"]["error"].get<double>());
+      check = text;
+    }
+    std::snprintf(line, sizeof line, "%-28s chose %s at step %lld (%s, %.3f s); %s\n",
+                  "auto compressor", a["chosen"].get<std::string>().c_str(),
+                  static_cast<long long>(a["step"].get<std::int64_t>()),
+                  a["how"].get<std::string>().c_str(), a["measure_seconds"].get<double>(),
+                  check.c_str());
     out << line;
   }
   const auto& amp = r["amp"];

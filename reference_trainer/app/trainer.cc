@@ -317,7 +317,8 @@ TrainResult train(const TrainerOptions& options, const config::Config& config,
   const Model::GradientReadyFn on_ready = [&optimizer](std::size_t i) {
     optimizer.gradient_ready(i);
   };
-  ProgressBar progress(is_root && options.progress);
+  ProgressOutput progress =
+      ProgressOutput::to_stderr(is_root && options.progress, options.progress_every);
 
   // Resuming: the model and optimizer as the checkpoint has them (a failure on any rank stops
   // every rank, exit code 2), and the figures so far (Note [Checkpoint figures]).
@@ -587,6 +588,7 @@ TrainResult train(const TrainerOptions& options, const config::Config& config,
     result.amp.skipped_steps = scaler->skipped_steps();
     result.amp.scale_history = scaler->history();
   }
+  if (const AutoDecision* d = optimizer.auto_decision()) result.auto_decision = *d;
   if (is_root) {
     result.final_parameters = model->parameters();
   }

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -102,6 +103,8 @@ struct TrainResult {
   std::int64_t resumed_from_step = -1;
   std::int64_t checkpoints_written = 0;
   std::int64_t last_checkpoint_step = -1;
+  // GRADWIRE_COMPRESSOR=auto's measurements and choice (the same on every rank); empty otherwise.
+  std::optional<AutoDecision> auto_decision;
 };
 
 struct Checkpoint;  // checkpoint.h

@@ -27,7 +27,8 @@ struct TrainerOptions {
   std::string report_path;       // empty: no JSON report
   std::string save_params_path;  // empty: do not save final parameters
   std::string print_config;      // "", "table" or "markdown"
-  bool progress = true;          // live progress bar on rank 0 when stdout is a terminal
+  bool progress = true;          // rank 0 shows progress (Note [Progress in terminals and logs])
+  double progress_every = 30;    // when stderr is no terminal: a progress line every this many s
 
   // Checkpoints (docs/CHECKPOINT.md), per-rank paths (checkpoint_files.h, checkpoint_rank_path).
   std::string checkpoint_path;        // empty: no checkpoints

@@ -31,6 +31,8 @@ TEST(CommandLine, EveryBadCommandLineIsExitCodeTwoAndHelpIsZero) {
                                               {"--weight-decay", "inf"},
                                               {"--time-budget", "inf"},
                                               {"--time-budget", "-inf"},
+                                              {"--progress-every", "-1"},
+                                              {"--progress-every", "nan"},
                                               {"--nesterov", "--momentum", "0"}}) {
     int code = -1;
     EXPECT_FALSE(parse(bad, &code).has_value()) << bad[0];
@@ -40,6 +42,19 @@ TEST(CommandLine, EveryBadCommandLineIsExitCodeTwoAndHelpIsZero) {
   EXPECT_FALSE(parse({"--help"}, &code).has_value());
   EXPECT_EQ(code, 0);
   ASSERT_TRUE(parse({"--lr", "0.1", "--time-budget", "1e3"}, &code).has_value());
+}
+
+TEST(CommandLine, ProgressEveryTakesNonNegativeSeconds) {
+  int code = -1;
+  EXPECT_EQ(parse({}, &code)->progress_every, 30.0);
+  EXPECT_EQ(parse({"--progress-every", "0.25"}, &code)->progress_every, 0.25);
+  EXPECT_EQ(parse({"--progress-every", "0"}, &code)->progress_every, 0.0);
+  const auto off = parse({"--no-progress", "--progress-every", "5"}, &code);
+  ASSERT_TRUE(off.has_value());
+  EXPECT_FALSE(off->progress);
+  code = -1;
+  EXPECT_FALSE(parse({"--progress-every", "-0.5"}, &code).has_value());
+  EXPECT_EQ(code, 2);
 }
 
 // The one line in which `a` and `b` differ (they must have the same number of lines), or "" when
@@ -96,8 +111,9 @@ TEST(CommandLine, EachAgreedOptionHasItsOwnLine) {
   // Exact values: the shortest text that reads back as the same double.
   EXPECT_NE(base.find("--lr=0.05\n"), std::string::npos) << base;
   // Paths and display flags may differ across ranks.
-  EXPECT_EQ(agreed_options_canonical(*parse(
-                {"--report", "/tmp/x.json", "--no-progress", "--data-dir", "/elsewhere"}, &code)),
+  EXPECT_EQ(agreed_options_canonical(*parse({"--report", "/tmp/x.json", "--no-progress",
+                                             "--progress-every", "1", "--data-dir", "/elsewhere"},
+                                            &code)),
             base);
   EXPECT_EQ(agreed_options_canonical(*parse({"--checkpoint", "/a/{rank}"}, &code)),
             agreed_options_canonical(*parse({"--checkpoint", "/b/c"}, &code)));

@@ -1,0 +1,109 @@
+#include "plugin/auto_cost_model.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <stdexcept>
+
+namespace gw::autotune {
+
+Link fit_link(double latency_s, const std::vector<ProbePoint>& points) {
+  if (points.empty()) throw std::invalid_argument("fit_link: no probe points");
+  Link link;
+  link.latency_s = std::max(0.0, latency_s);
+  const ProbePoint& last = points.back();
+  // The sustained slope: a least-squares line through the largest probes (the last three, each
+  // twice the one before), which the burst no longer reaches.
+  const std::size_t from = points.size() > kSlopeProbes ? points.size() - kSlopeProbes : 0;
+  double mb = 0, mt = 0;
+  for (std::size_t i = from; i < points.size(); ++i) {
+    mb += points[i].bytes;
+    mt += points[i].seconds;
+  }
+  const double m = static_cast<double>(points.size() - from);
+  mb /= m;
+  mt /= m;
+  double sbb = 0, sbt = 0;
+  for (std::size_t i = from; i < points.size(); ++i) {
+    sbb += (points[i].bytes - mb) * (points[i].bytes - mb);
+    sbt += (points[i].bytes - mb) * (points[i].seconds - mt);
+  }
+  const double slope = sbb > 0 ? sbt / sbb : 0.0;
+  // Where the slope is lost in noise (an unshaped link, where every probe takes about alpha), the
+  // largest probe's time per byte, with no burst.
+  const double average = last.bytes > 0 ? std::max(0.0, last.seconds - link.latency_s) / last.bytes
+                                        : 0.0;
+  if (slope > average) {
+    link.seconds_per_byte = slope;
+    const double at_rate = std::max(0.0, last.seconds - link.latency_s) / slope;
+    link.burst_bytes = std::clamp(last.bytes - at_rate, 0.0, last.bytes);
+  } else {
+    link.seconds_per_byte = average;
+  }
+  const ProbePoint& first = points.front();
+  if (first.bytes > 0) {
+    link.burst_seconds_per_byte = std::clamp((first.seconds - link.latency_s) / first.bytes, 0.0,
+                                             link.seconds_per_byte);
+  }
+  return link;
+}
+
+Prediction predict(const Link& link, const StepInputs& step, const Candidate& c) {
+  Prediction p;
+  const double b = std::max(0.0, c.bytes_per_step);
+  const double in_burst = std::min(b, link.burst_bytes);
+  p.comm_s = c.collectives_per_step * link.latency_s + in_burst * link.burst_seconds_per_byte +
+             (b - in_burst) * link.seconds_per_byte;
+  p.exposed_s = std::max(0.0, c.codec_s + p.comm_s - step.overlap_s);
+  const double stepped = step.compute_s + step.update_s + p.exposed_s;
+  const double refill = b * link.seconds_per_byte;
+  p.link_bound = refill > stepped;
+  p.step_s = std::max(stepped, refill);
+  return p;
+}
+
+Choice choose(const Link& link, const StepInputs& step, const std::vector<Candidate>& candidates,
+              double max_accuracy_drop_points) {
+  Choice out;
+  out.predictions.reserve(candidates.size());
+  out.verdicts.assign(candidates.size(), "");
+  bool found = false;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const Candidate& c = candidates[i];
+    out.predictions.push_back(predict(link, step, c));
+    char why[160];
+    if (!c.excluded.empty()) {
+      out.verdicts[i] = c.excluded;
+      continue;
+    }
+    if (c.accuracy_known && c.accuracy_drop_points > max_accuracy_drop_points) {
+      std::snprintf(why, sizeof(why), "accuracy drop %.2f points > the bound %.2f",
+                    c.accuracy_drop_points, max_accuracy_drop_points);
+      out.verdicts[i] = why;
+      continue;
+    }
+    if (!c.accuracy_known && !c.named) {
+      out.verdicts[i] = "no accuracy run to bound its cost (name it in GRADWIRE_AUTO_CANDIDATES "
+                        "to allow it)";
+      continue;
+    }
+    if (!found) {
+      out.chosen = i;
+      found = true;
+    } else if (out.predictions[i].step_s < (1.0 - kMinGain) * out.predictions[out.chosen].step_s) {
+      out.verdicts[out.chosen] = "slower";
+      out.chosen = i;
+    } else {
+      out.verdicts[i] = "slower";
+      continue;
+    }
+    out.verdicts[i] = "chosen";
+  }
+  if (!found) {
+    throw std::invalid_argument(
+        "GRADWIRE_COMPRESSOR=auto: no candidate is eligible (each cannot run here or exceeds the "
+        "accuracy bound GRADWIRE_AUTO_MAX_ACCURACY_DROP)");
+  }
+  return out;
+}
+
+}  // namespace gw::autotune

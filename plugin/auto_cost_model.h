@@ -1,0 +1,105 @@
+// GRADWIRE_COMPRESSOR=auto's cost model: the step time each candidate compressor would take, from
+// the measured link, the measured compute and each candidate's bytes, collectives and codec time
+// per step, and the choice among them. Pure: no communicator, no clock; plugin/auto_strategy.h
+// measures the inputs.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace gw::autotune {
+
+// Note [The auto cost model]
+// A synchronous step is the program's compute (forward and backward), the inner optimizer's
+// update, and whatever of the exchange backward did not hide. For candidate c, with
+//   k_c   collectives per step (every bucket's: counts, data, factors),
+//   b_c   bytes this rank sends per step through the bottleneck (the links between nodes where
+//         there are several nodes of several ranks, else every byte it sends), from c's plans,
+//   e_c   c's encode and decode work per step, timed on this run's first gradients,
+// and the link's
+//   alpha the time of one small collective,
+//   beta  seconds per byte sustained,
+//   B     the burst: bytes that pass at a faster beta0 before the sustained rate sets in (a token
+//         bucket: cloud instances' bandwidth limits and tc's tbf shape links so; B = 0 elsewhere),
+// the predicted step is
+//   comm_c = k_c alpha + min(b_c, B) beta0 + max(b_c - B, 0) beta
+//   step_c = max(compute + update + max(0, e_c + comm_c - overlap),  b_c beta)
+// where overlap is the backward time left after the first bucket is released (the buckets'
+// encode and collectives run on the engine thread during it; Note [Buckets in the step]). The
+// outer max is the bucket's refill: over many steps a link carries at most one step's time at its
+// sustained rate, so a candidate whose bytes fit the burst once does not get it every step unless
+// its step is long enough to refill it.
+// The choice is the fastest eligible candidate, in the order given (dense first), a later one
+// taking the place of an earlier only when it is faster by more than kMinGain: a tie, or a gain
+// within the measurements' noise, keeps the simpler strategy. Eligible: it can run here, and its
+// expected accuracy cost (the drop in final test accuracy against dense that gradwire's own
+// accuracy runs measured) is at most the bound; one without a measured cost only when the user
+// named it in GRADWIRE_AUTO_CANDIDATES.
+
+// How the link behaved under the probes (fit_link).
+struct Link {
+  double latency_s = 0;               // alpha
+  double seconds_per_byte = 0;        // beta, sustained
+  double burst_bytes = 0;             // B
+  double burst_seconds_per_byte = 0;  // beta0, within the burst (at most beta)
+};
+
+// One timed probe: a collective that sent `bytes` from this rank and took `seconds`.
+struct ProbePoint {
+  double bytes = 0;
+  double seconds = 0;
+};
+
+// alpha as given; beta the least-squares slope through the kSlopeProbes largest probes (they must
+// be past the burst: the caller doubles them until the last one takes long enough), and B where
+// that line through the largest probe falls to alpha. Where that slope is below the largest
+// probe's (time - alpha) / bytes (noise on a fast link, where it is no sustained rate), beta is
+// the latter and B is 0. beta0 is the smallest probe's (time - alpha) / bytes, at most beta.
+// `points` ascending in bytes, at least one.
+inline constexpr std::size_t kSlopeProbes = 3;
+Link fit_link(double latency_s, const std::vector<ProbePoint>& points);
+
+// What the step spends besides the exchange (measured).
+struct StepInputs {
+  double compute_s = 0;  // forward and backward, from one step's end to its gradients' readiness
+  double update_s = 0;   // the inner optimizer's update
+  double overlap_s = 0;  // backward after the first bucket's release
+};
+
+struct Candidate {
+  std::string name;  // "none", "fp16", "dgc", "topk", "powersgd"
+  double bytes_per_step = 0;
+  double collectives_per_step = 0;
+  double codec_s = 0;
+  // Final test accuracy lost against dense, in points (negative: gained), from gradwire's
+  // committed accuracy runs; unknown where none was run.
+  bool accuracy_known = false;
+  double accuracy_drop_points = 0;
+  bool named = false;    // listed in GRADWIRE_AUTO_CANDIDATES
+  std::string excluded;  // non-empty: why it cannot run here (then it is never chosen)
+};
+
+struct Prediction {
+  double comm_s = 0;     // comm_c
+  double exposed_s = 0;  // max(0, e_c + comm_c - overlap)
+  double step_s = 0;     // step_c
+  bool link_bound = false;  // the refill term b_c beta decided step_c
+};
+
+Prediction predict(const Link& link, const StepInputs& step, const Candidate& candidate);
+
+// A later candidate must be faster than the one chosen so far by more than this fraction.
+inline constexpr double kMinGain = 0.03;
+
+struct Choice {
+  std::size_t chosen = 0;                // index into the candidates
+  std::vector<Prediction> predictions;   // per candidate
+  std::vector<std::string> verdicts;     // per candidate: "chosen", "slower", or why not eligible
+};
+
+// Throws std::invalid_argument when no candidate is eligible.
+Choice choose(const Link& link, const StepInputs& step, const std::vector<Candidate>& candidates,
+              double max_accuracy_drop_points);
+
+}  // namespace gw::autotune

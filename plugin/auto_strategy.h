@@ -1,0 +1,128 @@
+// GRADWIRE_COMPRESSOR=auto: at the first step, measures the link (probe allreduces), the compute
+// (the program's first forward and backward) and each candidate compressor's bytes and local work
+// (trial encodes of the first gradients), predicts each candidate's step time
+// (Note [The auto cost model], plugin/auto_cost_model.h), and has every rank take rank 0's choice.
+// Afterwards it checks the prediction against the steps that follow.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fusion/bucket_plan.h"
+#include "plugin/auto_cost_model.h"
+#include "plugin/comm/counting_communicator.h"
+#include "plugin/compressor_factory.h"
+#include "plugin/config/config.h"
+#include "plugin/logger.h"
+#include "plugin/optimizer.h"
+#include "plugin/parameter_set.h"
+
+namespace gw {
+
+// Note [Choosing at the first step]
+// auto decides before anything is exchanged, at step 0 once its gradients are ready: the
+// compressor it builds then starts from a clean state, as a fixed one would, and no step runs
+// under a strategy it did not choose (a dense step of a 10 Mbit/s link would cost more than a
+// whole run under dgc). What it measures there:
+//  - the link: kLatencyProbes allreduces of 8 bytes (alpha, their median), then allreduces from
+//    kFirstProbeFloats floats, doubling, until one takes kProbeSeconds or reaches the gradients'
+//    size (beta and the burst, fit_link). Each is timed on every rank and the ranks take the
+//    slowest (an 8-byte allreduce after it), so every rank stops at the same size. On a
+//    10 Mbit/s link the probes take about 4 kProbeSeconds; they are control traffic, and the
+//    report gives their time and bytes.
+//  - the compute: from the optimizer's construction (or load_state) to step 0's gradients, and
+//    the backward after the first bucket's release (the overlap).
+//  - each candidate, on a copy of step 0's gradients: a trial compressor at its steady state
+//    (past its warm-up) encodes every bucket (BucketExchange::trial), which gives its bytes and
+//    collectives per step and its local work.
+// The ranks take the maximum of every input (a synchronous step waits for its slowest rank),
+// rank 0 decides and broadcasts the choice (8 bytes), and each rank builds the chosen compressor.
+// Step 0's compute includes first-touch costs, so the report also re-measures the inputs over the
+// GRADWIRE_AUTO_CHECK_STEPS steps after the decision (medians) and compares the chosen
+// candidate's prediction from them with the median step it measured: the model's error. It does
+// not decide again: a switch would throw away a compressor's residuals and momentum.
+inline constexpr int kLatencyProbes = 5;
+inline constexpr std::size_t kFirstProbeFloats = 4096;  // 16 KiB
+inline constexpr double kProbeSeconds = 0.1;
+
+// What auto measured and chose, the same on every rank (the report's "auto" entry).
+struct AutoDecision {
+  std::string chosen;  // the compressor's name
+  std::int64_t step = 0;
+  std::string how;  // "measured", "one rank", "restored from a checkpoint"
+  double measure_seconds = 0;       // probes and trials, on this rank
+  std::uint64_t probe_bytes = 0;    // control bytes the probes sent from this rank
+  std::int64_t probe_collectives = 0;
+  bool bytes_across_nodes = false;  // b_c and beta count the bytes between nodes
+  autotune::Link link;
+  std::vector<autotune::ProbePoint> probes;
+  autotune::StepInputs inputs;
+  double max_accuracy_drop_points = 0;
+  std::vector<autotune::Candidate> candidates;
+  autotune::Choice choice;
+  // The check over the steps after the decision.
+  std::int64_t check_steps = 0;  // steps measured so far
+  bool checked = false;
+  autotune::StepInputs check_inputs;  // medians over those steps
+  double predicted_step_s = 0;        // the chosen candidate's prediction from check_inputs
+  double measured_step_s = 0;         // the median step, end to end
+};
+
+class AutoStrategy {
+ public:
+  // Reads GRADWIRE_AUTO_* and lists the candidates; throws config::ConfigError (before anything
+  // is sent) for an unknown name or when none could be chosen.
+  AutoStrategy(const config::Config& config, const CompressorSettings& settings,
+               const Optimizer& inner, const ParameterSet& params);
+
+  bool decided() const { return decision_.has_value(); }
+  const AutoDecision* decision() const { return decision_ ? &*decision_ : nullptr; }
+  const std::vector<autotune::Candidate>& candidates() const { return candidates_; }
+
+  // Timing hooks from the optimizer's step (steady clock).
+  void started();         // construction or load_state done: the compute starts here
+  void bucket_released();  // a bucket's gradients are final
+  void gradients_ready();  // step() collects the gradients
+  void update_done(double seconds);
+  // `log`: where the check's one line goes (rank 0's logger; others pass a silent one).
+  void step_ended(const Logger& log);
+
+  // Collective, at step 0 with the engine idle: measures, decides, and returns the settings to
+  // build the compressor with. `gradients`: the flat gradient buffer (read, not changed).
+  CompressorSettings decide(CountingCommunicator& comm, const ParameterSet& params,
+                            const fusion::BucketPlan& plan, const float* gradients,
+                            std::int64_t step, const Logger& log);
+  // A checkpoint's choice (load_state).
+  CompressorSettings restore(const std::string& chosen, std::int64_t step);
+
+  // Test-only: changes this rank's measured inputs before the ranks combine them.
+  struct Measured {
+    autotune::StepInputs step;
+    std::vector<double> codec_s;         // per candidate
+    std::vector<double> bytes_per_step;  // per candidate
+  };
+  std::function<void(Measured&)> inject_measurements;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  CompressorSettings settings_for(const std::string& name) const;
+  void log_decision(const Logger& log) const;
+
+  CompressorSettings settings_;
+  std::optional<SgdMomentum> momentum_;
+  std::vector<autotune::Candidate> candidates_;
+  double max_drop_ = 0;
+  std::int64_t check_steps_ = 0;
+  std::optional<AutoDecision> decision_;
+  Clock::time_point started_{}, first_release_{}, ready_{}, last_end_{};
+  bool released_ = false;
+  bool skip_next_ = false;  // the step that decided: not one of the checked steps
+  double update_s_ = 0;
+  std::vector<double> compute_, update_, overlap_, interval_;
+};
+
+}  // namespace gw

@@ -1,0 +1,149 @@
+// GRADWIRE_COMPRESSOR=auto's cost model (Note [The auto cost model]) on synthetic inputs: the link
+// fit, the predicted step against the formulas, the ordering they give, the accuracy bound, and
+// the edge cases that must keep dense.
+#include "plugin/auto_cost_model.h"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+namespace gw::autotune {
+namespace {
+
+Candidate candidate(const char* name, double bytes, double calls, double codec, double drop = 0) {
+  Candidate c;
+  c.name = name;
+  c.bytes_per_step = bytes;
+  c.collectives_per_step = calls;
+  c.codec_s = codec;
+  c.accuracy_known = true;
+  c.accuracy_drop_points = drop;
+  return c;
+}
+
+// The MLP's figures at 4 ranks, roughly: dense's 8 MB, fp16's 4 MB, dgc's 15 kB a step.
+std::vector<Candidate> mlp() {
+  return {candidate("none", 8.0e6, 2, 0.0), candidate("fp16", 4.0e6, 2, 0.002, -0.04),
+          candidate("dgc", 1.5e4, 9, 0.004, -0.36), candidate("powersgd", 3.2e4, 4, 0.006, 2.07)};
+}
+
+// A link of `mbit` Mbit/s, 0.2 ms a collective, no burst.
+Link link_at(double mbit) {
+  Link l;
+  l.latency_s = 2e-4;
+  l.seconds_per_byte = 8.0 / (mbit * 1e6);
+  l.burst_seconds_per_byte = l.seconds_per_byte;
+  return l;
+}
+
+TEST(AutoCostModel, FitRecoversLatencyRateAndBurstOfATokenBucket) {
+  // A link of 1.25 MB/s (10 Mbit/s) with a 64 kB burst that passes at 100 MB/s, 0.3 ms latency:
+  // probes doubling from 16 kB.
+  const double alpha = 3e-4, beta = 8e-7, beta0 = 1e-8, burst = 65536;
+  std::vector<ProbePoint> points;
+  for (double b = 16384; b <= 1048576; b *= 2) {
+    const double fast = std::min(b, burst);
+    points.push_back({b, alpha + fast * beta0 + (b - fast) * beta});
+  }
+  const Link l = fit_link(alpha, points);
+  EXPECT_DOUBLE_EQ(l.latency_s, alpha);
+  EXPECT_NEAR(l.seconds_per_byte, beta, 1e-12);
+  EXPECT_NEAR(l.burst_bytes, burst * (1 - beta0 / beta), 1.0);
+  EXPECT_NEAR(l.burst_seconds_per_byte, beta0, 1e-12);
+}
+
+TEST(AutoCostModel, FitOfAFlatNoisyLinkTakesTheAverageRateAndNoBurst) {
+  // Every probe about as long (shared memory): no slope to fit, so the largest probe's rate.
+  const std::vector<ProbePoint> points = {{1e5, 1.2e-3}, {2e5, 1.3e-3}, {4e5, 1.25e-3}};
+  const Link l = fit_link(1e-3, points);
+  EXPECT_NEAR(l.seconds_per_byte, 0.25e-3 / 4e5, 1e-15);
+  EXPECT_EQ(l.burst_bytes, 0.0);
+}
+
+TEST(AutoCostModel, FitRefusesNoProbes) { EXPECT_THROW(fit_link(0, {}), std::invalid_argument); }
+
+TEST(AutoCostModel, PredictionIsTheFormula) {
+  Link l;
+  l.latency_s = 1e-3;
+  l.seconds_per_byte = 1e-6;
+  l.burst_bytes = 1000;
+  l.burst_seconds_per_byte = 1e-8;
+  StepInputs s{0.010, 0.002, 0.003};
+  // 5000 bytes: 1000 in the burst, 4000 at the sustained rate; 3 collectives; 1 ms codec.
+  const Prediction p = predict(l, s, candidate("x", 5000, 3, 0.001));
+  const double comm = 3 * 1e-3 + 1000 * 1e-8 + 4000 * 1e-6;
+  EXPECT_DOUBLE_EQ(p.comm_s, comm);
+  EXPECT_DOUBLE_EQ(p.exposed_s, 0.001 + comm - 0.003);
+  EXPECT_DOUBLE_EQ(p.step_s, 0.010 + 0.002 + 0.001 + comm - 0.003);
+  EXPECT_FALSE(p.link_bound);
+  // The overlap hides what fits in it, no more.
+  const Prediction hidden = predict(l, StepInputs{0.010, 0.002, 1.0}, candidate("x", 5000, 3, 0));
+  EXPECT_DOUBLE_EQ(hidden.exposed_s, 0.0);
+  EXPECT_DOUBLE_EQ(hidden.step_s, 0.012);
+  // A message that fits the burst once but is sent every short step: the refill bounds it.
+  const Prediction bound = predict(l, StepInputs{0.0001, 0, 0}, candidate("x", 900, 0, 0));
+  EXPECT_TRUE(bound.link_bound);
+  EXPECT_DOUBLE_EQ(bound.step_s, 900 * 1e-6);
+}
+
+TEST(AutoCostModel, OrderingFollowsTheFormulasAcrossRates) {
+  const StepInputs s{0.010, 0.001, 0.002};
+  // At 10 and 100 Mbit/s the bytes decide: dgc; powersgd would be close but is out of bounds.
+  for (double mbit : {10.0, 100.0, 1000.0}) {
+    const Choice c = choose(link_at(mbit), s, mlp(), 0.5);
+    EXPECT_EQ(mlp()[c.chosen].name, "dgc") << mbit;
+    EXPECT_EQ(c.verdicts[3], "accuracy drop 2.07 points > the bound 0.50");
+    // The ordering of the predictions is the one the formula gives: fewer bytes, faster.
+    EXPECT_GT(c.predictions[0].step_s, c.predictions[1].step_s) << mbit;
+    EXPECT_GT(c.predictions[1].step_s, c.predictions[2].step_s) << mbit;
+  }
+  // At 100 Gbit/s dense's 8 MB cost 0.64 ms, less than fp16's and dgc's encoding: dense.
+  const Choice fast = choose(link_at(100000), s, mlp(), 0.5);
+  EXPECT_EQ(fast.chosen, 0u);
+  EXPECT_EQ(fast.verdicts[0], "chosen");
+  EXPECT_EQ(fast.verdicts[1], "slower");
+  // A wider bound lets powersgd in where it is fastest: no codec cost and few bytes.
+  std::vector<Candidate> cheap = mlp();
+  cheap[3].codec_s = 0;
+  cheap[2].codec_s = 0.02;
+  EXPECT_EQ(choose(link_at(10), s, cheap, 3.0).chosen, 3u);
+  EXPECT_EQ(choose(link_at(10), s, cheap, 0.5).chosen, 2u);
+}
+
+TEST(AutoCostModel, EdgeCasesChooseDense) {
+  const StepInputs s{0.010, 0.001, 0.002};
+  // Infinite bandwidth and no latency: every exchange is free, and only the codecs cost.
+  EXPECT_EQ(choose(Link{}, s, mlp(), 0.5).chosen, 0u);
+  // No compute at all over a free link: the same.
+  EXPECT_EQ(choose(Link{}, StepInputs{}, mlp(), 0.5).chosen, 0u);
+  // One rank: nothing is sent by anyone (no bytes, no collectives), and no codec was timed.
+  std::vector<Candidate> alone = mlp();
+  for (Candidate& c : alone) c.bytes_per_step = c.collectives_per_step = c.codec_s = 0;
+  EXPECT_EQ(choose(link_at(10), s, alone, 0.5).chosen, 0u);
+  // A gain within kMinGain keeps the simpler one.
+  std::vector<Candidate> close = {candidate("none", 0, 1, 0), candidate("fp16", 0, 1, 0)};
+  close[0].codec_s = 0.0100;
+  close[1].codec_s = 0.0100 * (1 - kMinGain / 2);
+  EXPECT_EQ(choose(Link{}, StepInputs{}, close, 0.5).chosen, 0u);
+}
+
+TEST(AutoCostModel, EligibilityNeedsAMeasuredCostOrTheUsersNameAndRunsHere) {
+  const StepInputs s{0.010, 0.001, 0.002};
+  std::vector<Candidate> c = mlp();
+  c[2].accuracy_known = false;  // dgc, unmeasured and not named: out
+  Choice out = choose(link_at(10), s, c, 0.5);
+  EXPECT_EQ(c[out.chosen].name, "fp16");
+  EXPECT_NE(out.verdicts[2].find("no accuracy run"), std::string::npos);
+  c[2].named = true;  // named: in
+  EXPECT_EQ(c[choose(link_at(10), s, c, 0.5).chosen].name, "dgc");
+  c[2].excluded = "needs an SGD inner optimizer";  // cannot run: out, whatever else
+  out = choose(link_at(10), s, c, 0.5);
+  EXPECT_EQ(c[out.chosen].name, "fp16");
+  EXPECT_EQ(out.verdicts[2], "needs an SGD inner optimizer");
+  // Nothing eligible is an error, not a silent dense.
+  for (Candidate& x : c) x.excluded = "no";
+  EXPECT_THROW(choose(link_at(10), s, c, 0.5), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace gw::autotune

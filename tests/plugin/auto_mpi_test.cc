@@ -1,0 +1,213 @@
+// GRADWIRE_COMPRESSOR=auto through DistributedOptimizer under a real mpirun: every rank takes the
+// same choice whatever it measured, the chosen compressor runs exactly as the fixed one, a
+// checkpoint carries the choice, the check after the decision, and the configuration errors.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "plugin/auto_cost_model.h"
+#include "plugin_test_util.h"
+#include "reference_trainer/optim/sgd.h"
+#include "sync_policies/sync_policy.h"
+
+namespace gw {
+namespace {
+
+namespace keys = config::keys;
+using Model = testing::TwoTensorModel;
+using testing::settings;
+using testing::world;
+
+std::unique_ptr<trainer::Sgd> momentum_sgd() {
+  trainer::Sgd::Options o;
+  o.lr = 0.05;
+  o.momentum = 0.9;
+  return std::make_unique<trainer::Sgd>(o);
+}
+
+std::size_t index_of(const AutoDecision& d, const std::string& name) {
+  for (std::size_t i = 0; i < d.candidates.size(); ++i) {
+    if (d.candidates[i].name == name) return i;
+  }
+  ADD_FAILURE() << "no candidate " << name;
+  return 0;
+}
+
+// Every rank's value of x, in rank order.
+std::vector<double> gathered(Communicator& comm, double x) {
+  std::vector<double> all(static_cast<std::size_t>(comm.size()));
+  comm.allgatherv(&x, 1, all.data(), std::vector<std::size_t>(all.size(), 1), DataType::kFloat64,
+                  TrafficKind::kControl);
+  return all;
+}
+
+TEST(Auto, EveryRankTakesTheSameChoiceWhateverItMeasured) {
+  const auto comm = world();
+  const int rank = comm->rank(), n = comm->size();
+  Model model;
+  auto options = settings({{keys::kCompressor, "auto"}, {keys::kAutoCandidates, "none,fp16,dgc"}});
+  // Each rank sees another world: alone, rank 0 would take dgc (few bytes, cheap), rank 1 fp16
+  // (its dgc is slow), rank 2 dgc again, rank 3 none (its fp16 and dgc are both slow). The
+  // slowest rank's figures decide: dgc and fp16 are both slow somewhere, so dense.
+  options.inject_auto_measurements = [rank](AutoStrategy::Measured& m) {
+    m.step.compute_s = 0.001 * (rank + 1);
+    m.step.overlap_s = 0.0;
+    m.bytes_per_step = {8e6, 4e6, 1e4};
+    m.codec_s = {0.0, rank == 2 || rank == 3 ? 10.0 : 0.001, rank == 1 || rank == 3 ? 10.0 : 0.001};
+  };
+  DistributedOptimizer opt(comm, momentum_sgd(), model.specs(), options);
+  EXPECT_EQ(opt.auto_decision(), nullptr);
+  model.gradients(opt, rank, 0);
+  opt.step();
+  const AutoDecision* d = opt.auto_decision();
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->step, 0);
+  if (n == 1) {
+    EXPECT_EQ(d->how, "one rank");
+    EXPECT_EQ(d->chosen, "none");  // nothing to exchange: no link to save, codecs cost
+    return;
+  }
+  EXPECT_EQ(d->how, "measured");
+  // The inputs are the maximum over the ranks, on every rank.
+  EXPECT_DOUBLE_EQ(d->inputs.compute_s, 0.001 * n);
+  EXPECT_DOUBLE_EQ(d->candidates[index_of(*d, "fp16")].codec_s, n > 2 ? 10.0 : 0.001);
+  EXPECT_DOUBLE_EQ(d->candidates[index_of(*d, "dgc")].codec_s, 10.0);
+  // The choice is what the cost model gives for them, and the same everywhere.
+  const autotune::Choice expected =
+      autotune::choose(d->link, d->inputs, d->candidates, d->max_accuracy_drop_points);
+  EXPECT_EQ(d->choice.chosen, expected.chosen);
+  const std::string want = n > 2 ? "none" : "fp16";
+  EXPECT_EQ(d->chosen, want);
+  EXPECT_EQ(opt.compression_stats().compressor, want);
+  for (double c : gathered(*comm, static_cast<double>(d->choice.chosen))) {
+    EXPECT_EQ(c, static_cast<double>(d->choice.chosen));
+  }
+  // The link was probed: latency and at least one probe, control traffic only.
+  EXPECT_FALSE(d->probes.empty());
+  EXPECT_GT(d->probe_bytes, 0u);
+  EXPECT_GT(d->probe_collectives, 0);
+  EXPECT_GT(d->link.latency_s, 0.0);
+}
+
+TEST(Auto, TheChosenCompressorRunsExactlyAsTheFixedOne) {
+  const auto comm = world();
+  const int rank = comm->rank();
+  Model fixed_model, auto_model;
+  DistributedOptimizer fixed(comm, momentum_sgd(), fixed_model.specs(),
+                             settings({{keys::kCompressor, "dgc"}, {keys::kDgcSparsity, "0.9"}}));
+  DistributedOptimizer chosen(comm, momentum_sgd(), auto_model.specs(),
+                              settings({{keys::kCompressor, "auto"},
+                                        {keys::kAutoCandidates, "dgc"},
+                                        {keys::kDgcSparsity, "0.9"}}));
+  for (int step = 0; step < 12; ++step) {
+    fixed_model.gradients(fixed, rank, step);
+    fixed.step();
+    auto_model.gradients(chosen, rank, step);
+    chosen.step();
+  }
+  ASSERT_NE(chosen.auto_decision(), nullptr);
+  EXPECT_EQ(chosen.auto_decision()->chosen, "dgc");
+  EXPECT_TRUE(static_cast<trainer::Sgd&>(chosen.inner()).momentum_released());
+  EXPECT_EQ(auto_model.flat(), fixed_model.flat());  // bit for bit
+  EXPECT_EQ(chosen.compression_stats().sparse_exchanges, fixed.compression_stats().sparse_exchanges);
+  EXPECT_EQ(chosen.communicator().counters()[TrafficKind::kGradient].sent_bytes,
+            fixed.communicator().counters()[TrafficKind::kGradient].sent_bytes);
+}
+
+TEST(Auto, ACheckpointCarriesTheChoiceAndTheRunContinuesExactly) {
+  const auto comm = world();
+  const int rank = comm->rank();
+  const auto options = [] {
+    return settings({{keys::kCompressor, "auto"}, {keys::kAutoCandidates, "fp16,dgc"},
+                     {keys::kDgcSparsity, "0.9"}});
+  };
+  Model straight_model, resumed_model;
+  DistributedOptimizer straight(comm, momentum_sgd(), straight_model.specs(), options());
+  std::stringstream state;
+  {
+    // Nothing chosen yet: the state says so, and a run loaded from it decides itself.
+    std::stringstream early;
+    straight.save_state(early);
+    EXPECT_EQ(early.str().rfind("gradwire-auto - 0\n", 0), 0u);
+  }
+  for (int step = 0; step < 6; ++step) {
+    straight_model.gradients(straight, rank, step);
+    straight.step();
+  }
+  straight.save_state(state);
+  const std::vector<float> at_save = straight_model.flat();
+  for (int step = 6; step < 12; ++step) {
+    straight_model.gradients(straight, rank, step);
+    straight.step();
+  }
+  resumed_model.set(at_save);
+  auto resumed_options = options();
+  resumed_options.config.set(keys::kBroadcastParameters, "0");
+  DistributedOptimizer resumed(comm, momentum_sgd(), resumed_model.specs(), resumed_options);
+  resumed.load_state(state);
+  ASSERT_NE(resumed.auto_decision(), nullptr);
+  EXPECT_EQ(resumed.auto_decision()->how, "restored from a checkpoint");
+  EXPECT_EQ(resumed.auto_decision()->chosen, straight.auto_decision()->chosen);
+  EXPECT_EQ(resumed.compression_stats().compressor, straight.auto_decision()->chosen);
+  for (int step = 6; step < 12; ++step) {
+    resumed_model.gradients(resumed, rank, step);
+    resumed.step();
+  }
+  EXPECT_EQ(resumed_model.flat(), straight_model.flat());
+  // A state without the choice (a run with a fixed compressor) is refused, not misread.
+  Model other_model;
+  DistributedOptimizer fixed(comm, momentum_sgd(), other_model.specs(),
+                             settings({{keys::kCompressor, "dgc"}}));
+  std::stringstream fixed_state;
+  fixed.save_state(fixed_state);
+  Model third_model;
+  DistributedOptimizer third(comm, momentum_sgd(), third_model.specs(), options());
+  EXPECT_THROW(third.load_state(fixed_state), std::runtime_error);
+}
+
+TEST(Auto, ThePredictionIsCheckedOverTheStepsAfterTheDecision) {
+  const auto comm = world();
+  const int rank = comm->rank();
+  Model model;
+  DistributedOptimizer opt(comm, momentum_sgd(), model.specs(),
+                           settings({{keys::kCompressor, "auto"}, {keys::kAutoCheckSteps, "5"}}));
+  for (int step = 0; step < 5; ++step) {
+    model.gradients(opt, rank, step);
+    opt.step();
+    EXPECT_FALSE(opt.auto_decision()->checked) << step;  // step 0 decided; 4 checked steps
+  }
+  model.gradients(opt, rank, 5);
+  opt.step();
+  const AutoDecision& d = *opt.auto_decision();
+  EXPECT_TRUE(d.checked);
+  EXPECT_EQ(d.check_steps, 5);
+  EXPECT_GT(d.measured_step_s, 0.0);
+  EXPECT_GT(d.predicted_step_s, 0.0);
+  EXPECT_GT(d.check_inputs.update_s, 0.0);
+}
+
+TEST(Auto, RefusesWhatItCannotChooseBeforeAnythingIsSent) {
+  const auto comm = world();
+  const auto refused = [&](testing::Settings values, const std::string& part) {
+    Model model;
+    try {
+      DistributedOptimizer opt(comm, momentum_sgd(), model.specs(), settings(values));
+      ADD_FAILURE() << "accepted; expected an error naming: " << part;
+    } catch (const config::ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+  };
+  refused({{keys::kCompressor, "auto"}, {keys::kAutoCandidates, "dgc,zip"}},
+          "'zip' is no compressor auto can choose");
+  // The model registers no rows, so powersgd cannot run; topk lost more than the bound.
+  refused({{keys::kCompressor, "auto"}, {keys::kAutoCandidates, "powersgd"}},
+          "powersgd: no parameter was registered with its rows");
+  refused({{keys::kCompressor, "auto"}, {keys::kAutoCandidates, "topk"}},
+          "GRADWIRE_COMPRESSOR=auto has no candidate it may choose; topk: lost");
+  refused({{keys::kCompressor, "auto"}, {keys::kAmp, "1"}}, "GRADWIRE_AMP=1");
+  refused({{keys::kCompressor, "auto"}, {keys::kSync, "local_sgd"}},
+          "GRADWIRE_SYNC=local_sgd cannot be combined with GRADWIRE_COMPRESSOR=auto");
+}
+
+}  // namespace
+}  // namespace gw
