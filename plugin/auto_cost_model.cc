@@ -11,38 +11,24 @@ Link fit_link(double latency_s, const std::vector<ProbePoint>& points) {
   Link link;
   link.latency_s = std::max(0.0, latency_s);
   const ProbePoint& last = points.back();
-  // The sustained slope: a least-squares line through the largest probes (the last three, each
-  // twice the one before), which the burst no longer reaches.
-  const std::size_t from = points.size() > kSlopeProbes ? points.size() - kSlopeProbes : 0;
-  double mb = 0, mt = 0;
-  for (std::size_t i = from; i < points.size(); ++i) {
-    mb += points[i].bytes;
-    mt += points[i].seconds;
+  double bytes = 0, seconds = 0;
+  for (const ProbePoint& p : points) {
+    bytes += p.bytes;
+    seconds += std::max(0.0, p.seconds - link.latency_s);
   }
-  const double m = static_cast<double>(points.size() - from);
-  mb /= m;
-  mt /= m;
-  double sbb = 0, sbt = 0;
-  for (std::size_t i = from; i < points.size(); ++i) {
-    sbb += (points[i].bytes - mb) * (points[i].bytes - mb);
-    sbt += (points[i].bytes - mb) * (points[i].seconds - mt);
+  if (last.bytes > 0) {
+    link.seconds_per_byte = std::max(0.0, last.seconds - link.latency_s) / last.bytes;
   }
-  const double slope = sbb > 0 ? sbt / sbb : 0.0;
-  // Where the slope is lost in noise (an unshaped link, where every probe takes about alpha), the
-  // largest probe's time per byte, with no burst.
-  const double average = last.bytes > 0 ? std::max(0.0, last.seconds - link.latency_s) / last.bytes
-                                        : 0.0;
-  if (slope > average) {
-    link.seconds_per_byte = slope;
-    const double at_rate = std::max(0.0, last.seconds - link.latency_s) / slope;
-    link.burst_bytes = std::clamp(last.bytes - at_rate, 0.0, last.bytes);
-  } else {
-    link.seconds_per_byte = average;
+  if (link.seconds_per_byte > 0) {
+    // What went through faster than the sustained rate over the whole sequence: the burst.
+    link.burst_bytes = std::clamp(bytes - seconds / link.seconds_per_byte, 0.0, bytes - last.bytes);
   }
   const ProbePoint& first = points.front();
-  if (first.bytes > 0) {
-    link.burst_seconds_per_byte = std::clamp((first.seconds - link.latency_s) / first.bytes, 0.0,
-                                             link.seconds_per_byte);
+  if (first.bytes > 0 && link.burst_bytes > 0) {
+    link.burst_seconds_per_byte =
+        std::clamp((first.seconds - link.latency_s) / first.bytes, 0.0, link.seconds_per_byte);
+  } else {
+    link.burst_seconds_per_byte = link.seconds_per_byte;
   }
   return link;
 }
@@ -82,8 +68,9 @@ Choice choose(const Link& link, const StepInputs& step, const std::vector<Candid
       continue;
     }
     if (!c.accuracy_known && !c.named) {
-      out.verdicts[i] = "no accuracy run to bound its cost (name it in GRADWIRE_AUTO_CANDIDATES "
-                        "to allow it)";
+      out.verdicts[i] =
+          "no accuracy run to bound its cost (name it in GRADWIRE_AUTO_CANDIDATES "
+          "to allow it)";
       continue;
     }
     if (!found) {

@@ -51,13 +51,13 @@ struct ProbePoint {
   double seconds = 0;
 };
 
-// alpha as given; beta the least-squares slope through the kSlopeProbes largest probes (they must
-// be past the burst: the caller doubles them until the last one takes long enough), and B where
-// that line through the largest probe falls to alpha. Where that slope is below the largest
-// probe's (time - alpha) / bytes (noise on a fast link, where it is no sustained rate), beta is
-// the latter and B is 0. beta0 is the smallest probe's (time - alpha) / bytes, at most beta.
-// `points` ascending in bytes, at least one.
-inline constexpr std::size_t kSlopeProbes = 3;
+// The probes run back to back after an idle spell (kRefillSeconds, plugin/auto_strategy.h), each
+// twice the one before, the last one long enough to run at the sustained rate throughout: a
+// token bucket, full at the start, lets the first ones through at its burst rate and is empty
+// before the last. So: alpha as given; beta the last probe's (time - alpha) / bytes; B what the
+// whole sequence sent beyond what beta accounts for in its time (the bucket's level at the
+// start), at most all but the last probe; beta0 the first probe's (time - alpha) / bytes, at
+// most beta (beta where there is no burst). `points` in the order they ran, at least one.
 Link fit_link(double latency_s, const std::vector<ProbePoint>& points);
 
 // What the step spends besides the exchange (measured).
@@ -81,9 +81,9 @@ struct Candidate {
 };
 
 struct Prediction {
-  double comm_s = 0;     // comm_c
-  double exposed_s = 0;  // max(0, e_c + comm_c - overlap)
-  double step_s = 0;     // step_c
+  double comm_s = 0;        // comm_c
+  double exposed_s = 0;     // max(0, e_c + comm_c - overlap)
+  double step_s = 0;        // step_c
   bool link_bound = false;  // the refill term b_c beta decided step_c
 };
 
@@ -93,9 +93,9 @@ Prediction predict(const Link& link, const StepInputs& step, const Candidate& ca
 inline constexpr double kMinGain = 0.03;
 
 struct Choice {
-  std::size_t chosen = 0;                // index into the candidates
-  std::vector<Prediction> predictions;   // per candidate
-  std::vector<std::string> verdicts;     // per candidate: "chosen", "slower", or why not eligible
+  std::size_t chosen = 0;               // index into the candidates
+  std::vector<Prediction> predictions;  // per candidate
+  std::vector<std::string> verdicts;    // per candidate: "chosen", "slower", or why not eligible
 };
 
 // Throws std::invalid_argument when no candidate is eligible.

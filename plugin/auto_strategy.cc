@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <thread>
 
 #include "compressors/kind.h"
 #include "kernels/stream.h"
@@ -91,8 +92,8 @@ AutoStrategy::AutoStrategy(const config::Config& config, const CompressorSetting
           std::any_of(std::begin(kOrder), std::end(kOrder),
                       [&](compressors::Kind k) { return name == compressors::to_string(k); });
       if (!known) {
-        throw config::ConfigError(std::string(keys::kAutoCandidates) + "=" + listed + ": '" +
-                                  name + "' is no compressor auto can choose; accepted: a comma "
+        throw config::ConfigError(std::string(keys::kAutoCandidates) + "=" + listed + ": '" + name +
+                                  "' is no compressor auto can choose; accepted: a comma "
                                   "list of none, fp16, dgc, topk, powersgd (or empty: all)");
       }
     }
@@ -138,9 +139,10 @@ AutoStrategy::AutoStrategy(const config::Config& config, const CompressorSetting
       return;
     }
   }
-  throw config::ConfigError(std::string(keys::kCompressor) + "=auto has no candidate it may choose" +
-                            why + ". Widen " + keys::kAutoCandidates + " or raise " +
-                            keys::kAutoMaxAccuracyDrop + "=" + config.text(keys::kAutoMaxAccuracyDrop));
+  throw config::ConfigError(std::string(keys::kCompressor) +
+                            "=auto has no candidate it may choose" + why + ". Widen " +
+                            keys::kAutoCandidates + " or raise " + keys::kAutoMaxAccuracyDrop +
+                            "=" + config.text(keys::kAutoMaxAccuracyDrop));
 }
 
 CompressorSettings AutoStrategy::settings_for(const std::string& name) const {
@@ -268,6 +270,7 @@ CompressorSettings AutoStrategy::decide(CountingCommunicator& comm, const Parame
     }
     max_over_ranks(comm, latency, stream);
     const double alpha = median(latency);
+    std::this_thread::sleep_for(std::chrono::duration<double>(kRefillSeconds));
     std::int64_t collectives = kLatencyProbes + 1;
     for (std::size_t floats = kFirstProbeFloats;; floats = std::min(most, 2 * floats)) {
       const double bytes_before = control_bytes();
@@ -304,8 +307,8 @@ CompressorSettings AutoStrategy::decide(CountingCommunicator& comm, const Parame
     for (std::size_t i = 0; i < candidates_.size(); ++i) {
       autotune::Candidate& c = d.candidates[i];
       if (!c.excluded.empty()) continue;
-      auto trial = make_trial_compressor(settings_for(c.name), params.numels(), params.rows(),
-                                         momentum_);
+      auto trial =
+          make_trial_compressor(settings_for(c.name), params.numels(), params.rows(), momentum_);
       trial->set_stream(stream);
       trial->begin_step(trial->warmup_end_step());
       BucketExchange exchange;
@@ -314,7 +317,8 @@ CompressorSettings AutoStrategy::decide(CountingCommunicator& comm, const Parame
       // a steady step does not.
       for (int pass = 0; pass < 2; ++pass) {
         kernels::copy_bytes(copy, gradients, params.numel() * sizeof(float), stream);
-        for (std::size_t b = 0; b < views.size(); ++b) trials[b] = exchange.trial(*trial, views[b], n);
+        for (std::size_t b = 0; b < views.size(); ++b)
+          trials[b] = exchange.trial(*trial, views[b], n);
       }
       double codec = 0, bytes = 0, calls = 0;
       for (const ExchangeTrial& t : trials) {
@@ -384,8 +388,7 @@ void AutoStrategy::log_decision(const Logger& log) const {
   log.log(LogLevel::kInfo,
           "auto: measured at step %lld in %.3f s (%s): latency %.3f ms; %.3f MB/s sustained, "
           "burst %.0f B at %.1f MB/s; compute %.2f ms, overlap %.2f ms; bytes counted %s",
-          static_cast<long long>(d.step), d.measure_seconds, d.how.c_str(),
-          1e3 * d.link.latency_s,
+          static_cast<long long>(d.step), d.measure_seconds, d.how.c_str(), 1e3 * d.link.latency_s,
           d.link.seconds_per_byte > 0 ? 1e-6 / d.link.seconds_per_byte : INFINITY,
           d.link.burst_bytes,
           d.link.burst_seconds_per_byte > 0 ? 1e-6 / d.link.burst_seconds_per_byte : INFINITY,

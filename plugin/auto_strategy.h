@@ -28,11 +28,13 @@ namespace gw {
 // compressor it builds then starts from a clean state, as a fixed one would, and no step runs
 // under a strategy it did not choose (a dense step of a 10 Mbit/s link would cost more than a
 // whole run under dgc). What it measures there:
-//  - the link: kLatencyProbes allreduces of 8 bytes (alpha, their median), then allreduces from
+//  - the link: kLatencyProbes allreduces of 8 bytes (alpha, their median); then, after an idle
+//    kRefillSeconds (so that a token bucket that shapes the link, as tc's tbf or a cloud
+//    instance's limit does, fills up again after the start-up's broadcast), allreduces from
 //    kFirstProbeFloats floats, doubling, until one takes kProbeSeconds or reaches the gradients'
 //    size (beta and the burst, fit_link). Each is timed on every rank and the ranks take the
 //    slowest (an 8-byte allreduce after it), so every rank stops at the same size. On a
-//    10 Mbit/s link the probes take about 4 kProbeSeconds; they are control traffic, and the
+//    10 Mbit/s link the probes take about 3 kProbeSeconds; they are control traffic, and the
 //    report gives their time and bytes.
 //  - the compute: from the optimizer's construction (or load_state) to step 0's gradients, and
 //    the backward after the first bucket's release (the overlap).
@@ -47,15 +49,16 @@ namespace gw {
 // not decide again: a switch would throw away a compressor's residuals and momentum.
 inline constexpr int kLatencyProbes = 5;
 inline constexpr std::size_t kFirstProbeFloats = 4096;  // 16 KiB
-inline constexpr double kProbeSeconds = 0.1;
+inline constexpr double kProbeSeconds = 0.06;
+inline constexpr double kRefillSeconds = 0.06;
 
 // What auto measured and chose, the same on every rank (the report's "auto" entry).
 struct AutoDecision {
   std::string chosen;  // the compressor's name
   std::int64_t step = 0;
-  std::string how;  // "measured", "one rank", "restored from a checkpoint"
-  double measure_seconds = 0;       // probes and trials, on this rank
-  std::uint64_t probe_bytes = 0;    // control bytes the probes sent from this rank
+  std::string how;                // "measured", "one rank", "restored from a checkpoint"
+  double measure_seconds = 0;     // probes and trials, on this rank
+  std::uint64_t probe_bytes = 0;  // control bytes the probes sent from this rank
   std::int64_t probe_collectives = 0;
   bool bytes_across_nodes = false;  // b_c and beta count the bytes between nodes
   autotune::Link link;
@@ -84,7 +87,7 @@ class AutoStrategy {
   const std::vector<autotune::Candidate>& candidates() const { return candidates_; }
 
   // Timing hooks from the optimizer's step (steady clock).
-  void started();         // construction or load_state done: the compute starts here
+  void started();          // construction or load_state done: the compute starts here
   void bucket_released();  // a bucket's gradients are final
   void gradients_ready();  // step() collects the gradients
   void update_done(double seconds);

@@ -9,15 +9,10 @@ namespace gw {
 
 using compressors::DenseWire;
 
-const compressors::ExchangePlan& BucketExchange::run(Communicator& comm,
-                                                     compressors::Compressor& compressor,
-                                                     const compressors::BucketView& bucket,
-                                                     TrafficKind kind, ExchangeTimes* times) {
-  const int n = comm.size();
-  const kernels::Stream& stream = compressor.stream();
-  compressor.plan_into(bucket, n, plan_);
-  const compressors::ExchangePlan& plan = plan_;
-
+compressors::EncodedBucket BucketExchange::lay_out_payload(const compressors::BucketView& bucket,
+                                                           const compressors::ExchangePlan& plan,
+                                                           int world_size,
+                                                           const kernels::Stream& stream) {
   compressors::EncodedBucket payload;
   for (std::size_t pos : plan.dense) payload.dense_count += bucket.tensors[pos].numel;
   // The low-rank tensors' P factors ride in the dense part's allreduce, after it.
@@ -30,9 +25,8 @@ const compressors::ExchangePlan& BucketExchange::run(Communicator& comm,
     payload.f32 = dense_f32_.reserve_discard(payload.dense_count + p_count, stream);
     payload.factors = payload.f32 + payload.dense_count;
   }
-  const bool split = plan.sparse_algo == compressors::SparseAlgo::kSplit && !plan.sparse.empty();
-  if (split) {
-    to_.resize(static_cast<std::size_t>(n));
+  if (plan.sparse_algo == compressors::SparseAlgo::kSplit && !plan.sparse.empty()) {
+    to_.resize(static_cast<std::size_t>(world_size));
     for (compressors::SparseMessageWriter& w : to_) {
       w.clear();
       w.reserve(compressors::max_message_words(plan), stream);
@@ -43,6 +37,21 @@ const compressors::ExchangePlan& BucketExchange::run(Communicator& comm,
     sparse_.reserve(compressors::max_message_words(plan), stream);
     payload.sparse = &sparse_;
   }
+  return payload;
+}
+
+const compressors::ExchangePlan& BucketExchange::run(Communicator& comm,
+                                                     compressors::Compressor& compressor,
+                                                     const compressors::BucketView& bucket,
+                                                     TrafficKind kind, ExchangeTimes* times) {
+  const int n = comm.size();
+  const kernels::Stream& stream = compressor.stream();
+  compressor.plan_into(bucket, n, plan_);
+  const compressors::ExchangePlan& plan = plan_;
+
+  const compressors::EncodedBucket payload = lay_out_payload(bucket, plan, n, stream);
+  const std::size_t p_count = plan.p_count();
+  const bool split = payload.sparse_to != nullptr;
 
   compressor.encode(bucket, plan, n, payload);
   if (times) times->encoded.record(stream);
@@ -103,32 +112,11 @@ ExchangeTrial BucketExchange::trial(compressors::Compressor& compressor,
   compressor.plan_into(bucket, world_size, plan_);
   const compressors::ExchangePlan& plan = plan_;
   ExchangeTrial t;
-  compressors::EncodedBucket payload;
-  for (std::size_t pos : plan.dense) payload.dense_count += bucket.tensors[pos].numel;
+  const compressors::EncodedBucket payload = lay_out_payload(bucket, plan, world_size, stream);
   const std::size_t p_count = plan.p_count();
-  if (plan.dense_wire == DenseWire::kFloat16) {
-    payload.f16 = dense_f16_.reserve_discard(payload.dense_count, stream);
-    t.dense_element_size = sizeof(Half);
-  } else if (plan.all_dense()) {
-    payload.f32 = bucket.data;
-  } else {
-    payload.f32 = dense_f32_.reserve_discard(payload.dense_count + p_count, stream);
-    payload.factors = payload.f32 + payload.dense_count;
-  }
+  if (plan.dense_wire == DenseWire::kFloat16) t.dense_element_size = sizeof(Half);
   t.sparse = !plan.sparse.empty();
-  t.split = plan.sparse_algo == compressors::SparseAlgo::kSplit && t.sparse;
-  if (t.split) {
-    to_.resize(static_cast<std::size_t>(world_size));
-    for (compressors::SparseMessageWriter& w : to_) {
-      w.clear();
-      w.reserve(compressors::max_message_words(plan), stream);
-    }
-    payload.sparse_to = &to_;
-  } else {
-    sparse_.clear();
-    sparse_.reserve(compressors::max_message_words(plan), stream);
-    payload.sparse = &sparse_;
-  }
+  t.split = payload.sparse_to != nullptr;
   compressor.encode(bucket, plan, world_size, payload);
   if (!plan.low_rank.empty()) {
     float* q = factors_q_.reserve_discard(plan.q_count(), stream);
@@ -137,8 +125,7 @@ ExchangeTrial BucketExchange::trial(compressors::Compressor& compressor,
   }
   compressors::decode_dense(bucket, plan, payload, stream);
   stream.synchronize();
-  t.codec_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  t.codec_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   t.dense_elements = payload.dense_count + p_count;
   t.q_elements = plan.q_count();
   if (t.split) {

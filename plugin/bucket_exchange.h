@@ -54,10 +54,10 @@ struct ExchangeTrial {
   double codec_seconds = 0;        // encode, the low-rank round's projections, the dense decode
   std::size_t dense_elements = 0;  // the first allreduce's elements: the dense part and any P
   std::size_t dense_element_size = sizeof(float);
-  std::size_t q_elements = 0;     // the low-rank round's second allreduce (Q factors)
-  std::size_t sparse_words = 0;   // this rank's sparse message, every destination's part
-  bool split = false;             // the sparse part goes by split
-  bool sparse = false;            // the plan has a sparse part
+  std::size_t q_elements = 0;    // the low-rank round's second allreduce (Q factors)
+  std::size_t sparse_words = 0;  // this rank's sparse message, every destination's part
+  bool split = false;            // the sparse part goes by split
+  bool sparse = false;           // the plan has a sparse part
 };
 
 class BucketExchange {
@@ -87,6 +87,11 @@ class BucketExchange {
                                        ExchangeTimes* times = nullptr);
 
  private:
+  // Where encode() writes for `plan`: the dense part in place or in dense_f32_ / dense_f16_ (any P
+  // factors after it), the sparse part into to_ (one writer per rank, under the split) or sparse_.
+  compressors::EncodedBucket lay_out_payload(const compressors::BucketView& bucket,
+                                             const compressors::ExchangePlan& plan, int world_size,
+                                             const kernels::Stream& stream);
   // The sparse part by split (Note [Sparse allreduce by split]): steps 1 to 3, every message
   // checked; the bucket is written afterwards by accumulate_split.
   void exchange_split(Communicator& comm, compressors::Compressor& compressor,

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace gw::autotune {
@@ -36,24 +37,47 @@ Link link_at(double mbit) {
   return l;
 }
 
-TEST(AutoCostModel, FitRecoversLatencyRateAndBurstOfATokenBucket) {
-  // A link of 1.25 MB/s (10 Mbit/s) with a 64 kB burst that passes at 100 MB/s, 0.3 ms latency:
-  // probes doubling from 16 kB.
-  const double alpha = 3e-4, beta = 8e-7, beta0 = 1e-8, burst = 65536;
+// Probes run back to back through a token bucket of `burst` bytes, full at the start, refilled at
+// the sustained rate 1 / beta whenever it is not sending at that rate, draining at 1 / beta0 while
+// it holds tokens: doubling from 16 kB until one takes `stop` seconds, as the probes do.
+std::vector<ProbePoint> token_bucket_probes(double alpha, double beta, double beta0, double burst,
+                                            double stop) {
   std::vector<ProbePoint> points;
-  for (double b = 16384; b <= 1048576; b *= 2) {
-    const double fast = std::min(b, burst);
-    points.push_back({b, alpha + fast * beta0 + (b - fast) * beta});
+  double level = burst;
+  for (double b = 16384;; b *= 2) {
+    const double free = std::min(b, level);
+    const double t = alpha + free * beta0 + (b - free) * beta;
+    level = std::min(burst, level - free + (alpha + free * beta0) / beta);
+    points.push_back({b, t});
+    if (t >= stop) return points;
   }
-  const Link l = fit_link(alpha, points);
-  EXPECT_DOUBLE_EQ(l.latency_s, alpha);
-  EXPECT_NEAR(l.seconds_per_byte, beta, 1e-12);
-  EXPECT_NEAR(l.burst_bytes, burst * (1 - beta0 / beta), 1.0);
-  EXPECT_NEAR(l.burst_seconds_per_byte, beta0, 1e-12);
 }
 
-TEST(AutoCostModel, FitOfAFlatNoisyLinkTakesTheAverageRateAndNoBurst) {
-  // Every probe about as long (shared memory): no slope to fit, so the largest probe's rate.
+TEST(AutoCostModel, FitRecoversLatencyRateAndBurstOfATokenBucket) {
+  // tbf at 10 Mbit/s with a 64 kB bucket, and at 100 Mbit/s; 0.3 ms latency, 100 MB/s in the
+  // burst.
+  for (const double beta : {8e-7, 8e-8}) {
+    const double alpha = 3e-4, beta0 = 1e-8, burst = 65536;
+    const std::vector<ProbePoint> points = token_bucket_probes(alpha, beta, beta0, burst, 0.06);
+    const Link l = fit_link(alpha, points);
+    EXPECT_DOUBLE_EQ(l.latency_s, alpha);
+    EXPECT_NEAR(l.seconds_per_byte, beta, 0.01 * beta) << beta;
+    // The level at the start, and what refilled while the first probes waited on latency (at
+    // 100 Mbit/s, 4 kB a probe).
+    EXPECT_GE(l.burst_bytes, burst) << beta;
+    EXPECT_LE(l.burst_bytes, 1.3 * burst) << beta;
+    EXPECT_NEAR(l.burst_seconds_per_byte, beta0, 1e-12) << beta;
+  }
+  // No bucket: the rate, and no burst.
+  const Link plain = fit_link(3e-4, token_bucket_probes(3e-4, 8e-7, 8e-7, 0, 0.06));
+  EXPECT_NEAR(plain.seconds_per_byte, 8e-7, 1e-12);
+  EXPECT_EQ(plain.burst_bytes, 0.0);
+  EXPECT_EQ(plain.burst_seconds_per_byte, plain.seconds_per_byte);
+}
+
+TEST(AutoCostModel, FitOfAFlatNoisyLinkTakesTheLastRateAndNoBurst) {
+  // Every probe about as long (shared memory): the largest probe's rate, and what the others sent
+  // in their time is within it.
   const std::vector<ProbePoint> points = {{1e5, 1.2e-3}, {2e5, 1.3e-3}, {4e5, 1.25e-3}};
   const Link l = fit_link(1e-3, points);
   EXPECT_NEAR(l.seconds_per_byte, 0.25e-3 / 4e5, 1e-15);

@@ -89,6 +89,54 @@ TEST(Auto, EveryRankTakesTheSameChoiceWhateverItMeasured) {
   EXPECT_GT(d->link.latency_s, 0.0);
 }
 
+TEST(Auto, OverTwoLevelsItCountsTheBytesBetweenNodes) {
+  const auto flat_comm = world();
+  if (flat_comm->size() != 4) GTEST_SKIP() << "2 nodes of 2 ranks need 4 ranks";
+  config::Config cfg;
+  cfg.set(keys::kHierarchical, "1");
+  cfg.set(keys::kHierarchyLocalSize, "2");
+  const auto levels_comm = std::make_shared<CountingCommunicator>(make_mpi_world_communicator(cfg));
+  const auto options = [] {
+    return settings({{keys::kCompressor, "auto"}, {keys::kAutoCandidates, "none,dgc"}});
+  };
+  const auto decide = [&](const std::shared_ptr<CountingCommunicator>& comm) {
+    Model model;
+    DistributedOptimizer opt(comm, momentum_sgd(), model.specs(), options());
+    model.gradients(opt, comm->rank(), 0);
+    opt.step();
+    return *opt.auto_decision();
+  };
+  const AutoDecision flat = decide(flat_comm);
+  const AutoDecision two = decide(levels_comm);
+  EXPECT_FALSE(flat.bytes_across_nodes);
+  EXPECT_TRUE(two.bytes_across_nodes);
+  // Dense: the whole gradient's ring over 4 ranks, against each local rank's half across 2 nodes
+  // (Note [The auto cost model]); the maximum over the ranks.
+  const std::size_t numel = Model::kTotal;
+  std::uint64_t flat_dense = 0;
+  for (int r = 0; r < 4; ++r) {
+    flat_dense = std::max(flat_dense, CountingCommunicator::allreduce_bytes(numel, 4, r, 4));
+  }
+  std::uint64_t cross_dense = 0;
+  for (int r = 0; r < 2; ++r) {
+    cross_dense =
+        std::max(cross_dense, CountingCommunicator::allreduce_bytes((numel + 1) / 2, 4, r, 2));
+  }
+  EXPECT_DOUBLE_EQ(flat.candidates[index_of(flat, "none")].bytes_per_step,
+                   static_cast<double>(flat_dense));
+  EXPECT_DOUBLE_EQ(two.candidates[index_of(two, "none")].bytes_per_step,
+                   static_cast<double>(cross_dense));
+  // dgc's split: 3 W (n - 1) / n flat, 3 W (N - 1) / (N L) over two levels, on the same gradients.
+  const double flat_dgc = flat.candidates[index_of(flat, "dgc")].bytes_per_step;
+  const double two_dgc = two.candidates[index_of(two, "dgc")].bytes_per_step;
+  EXPECT_GT(flat_dgc, 0.0);
+  EXPECT_NEAR(two_dgc / flat_dgc, (1.0 / 4.0) / (3.0 / 4.0), 1e-9);
+  // Its counts and data at each of four stages over two levels, against two stages flat.
+  EXPECT_EQ(two.candidates[index_of(two, "dgc")].collectives_per_step -
+                flat.candidates[index_of(flat, "dgc")].collectives_per_step,
+            4.0);
+}
+
 TEST(Auto, TheChosenCompressorRunsExactlyAsTheFixedOne) {
   const auto comm = world();
   const int rank = comm->rank();
@@ -109,7 +157,8 @@ TEST(Auto, TheChosenCompressorRunsExactlyAsTheFixedOne) {
   EXPECT_EQ(chosen.auto_decision()->chosen, "dgc");
   EXPECT_TRUE(static_cast<trainer::Sgd&>(chosen.inner()).momentum_released());
   EXPECT_EQ(auto_model.flat(), fixed_model.flat());  // bit for bit
-  EXPECT_EQ(chosen.compression_stats().sparse_exchanges, fixed.compression_stats().sparse_exchanges);
+  EXPECT_EQ(chosen.compression_stats().sparse_exchanges,
+            fixed.compression_stats().sparse_exchanges);
   EXPECT_EQ(chosen.communicator().counters()[TrafficKind::kGradient].sent_bytes,
             fixed.communicator().counters()[TrafficKind::kGradient].sent_bytes);
 }
@@ -118,7 +167,8 @@ TEST(Auto, ACheckpointCarriesTheChoiceAndTheRunContinuesExactly) {
   const auto comm = world();
   const int rank = comm->rank();
   const auto options = [] {
-    return settings({{keys::kCompressor, "auto"}, {keys::kAutoCandidates, "fp16,dgc"},
+    return settings({{keys::kCompressor, "auto"},
+                     {keys::kAutoCandidates, "fp16,dgc"},
                      {keys::kDgcSparsity, "0.9"}});
   };
   Model straight_model, resumed_model;
