@@ -613,8 +613,9 @@ def render_auto(runs):
                     f"({100 * au['prediction_error']:+.0f}%).")
     rows = []
     for name, predicted in au["candidates"].items():
-        measured = next((x for x in runs if x is not a and x.get("env") ==
-                         ({} if name == "none" else {"GRADWIRE_COMPRESSOR": name})), None)
+        # The fixed strategy that is this candidate at its defaults: dense is none.
+        fixed_name = "dense" if name == "none" else name
+        measured = next((x for x in runs if x["strategy"] == fixed_name), None)
         step = measured["train_seconds"] / measured["steps"] if measured and \
             measured["steps"] else None
         rows.append([name, f"{1e3 * predicted:.1f}",
