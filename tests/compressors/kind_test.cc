@@ -47,11 +47,13 @@ TEST(Kind, EachCompressorNamesItsKind) {
   EXPECT_EQ(PowerSgdCompressor({4}, {2}, PowerSgdOptions{}).name(), "powersgd");
 }
 
-// GRADWIRE_COMPRESSOR accepts exactly the kinds, in the same order: the registry's choices are
-// what the configuration error and the README table list.
-TEST(Kind, GradwireCompressorAcceptsExactlyTheKinds) {
+// GRADWIRE_COMPRESSOR accepts exactly the kinds, in the same order, and then auto, which chooses
+// among them (plugin/auto_strategy.h): the registry's choices are what the configuration error
+// and the README table list.
+TEST(Kind, GradwireCompressorAcceptsExactlyTheKindsAndAuto) {
   std::vector<std::string> kinds;
   for (Kind k : kKinds) kinds.push_back(to_string(k));
+  kinds.push_back("auto");
   bool found = false;
   for (const auto& p : config::registry().params()) {
     if (std::string(p.key) != config::keys::kCompressor) continue;
