@@ -234,9 +234,9 @@ CompressorSettings AutoStrategy::decide(CountingCommunicator& comm, const Parame
   d.candidates = candidates_;
   const int n = comm.size();
   Measured measured;
-  // From the program's last collective (or the optimizer's construction), whichever came later:
-  // a trainer synchronises its ranks before its first step.
-  const Clock::time_point from = std::max(started_, comm.last_call_end());
+  // From the program's last barrier (or the optimizer's construction), whichever came later: a
+  // trainer synchronises its ranks before its first step.
+  const Clock::time_point from = std::max(started_, comm.last_barrier_end());
   measured.step.compute_s = std::chrono::duration<double>(ready_ - from).count();
   measured.step.overlap_s =
       released_ ? std::chrono::duration<double>(ready_ - first_release_).count() : 0.0;

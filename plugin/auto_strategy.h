@@ -84,7 +84,6 @@ class AutoStrategy {
 
   bool decided() const { return decision_.has_value(); }
   const AutoDecision* decision() const { return decision_ ? &*decision_ : nullptr; }
-  const std::vector<autotune::Candidate>& candidates() const { return candidates_; }
 
   // Timing hooks from the optimizer's step (steady clock).
   void started();          // construction or load_state done: the compute starts here

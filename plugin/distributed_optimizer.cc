@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <istream>
-#include <ostream>
 #include <optional>
+#include <ostream>
 #include <stdexcept>
 
 #include "kernels/elementwise.h"
@@ -40,7 +40,8 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<CountingCommunicator>
     throw config::ConfigError(std::string(config::keys::kCompressor) +
                               "=auto does not choose under " + config::keys::kAmp +
                               "=1 yet (mixed precision changes what each candidate sends); "
-                              "name a compressor, or set " + config::keys::kAmp + "=0");
+                              "name a compressor, or set " +
+                              config::keys::kAmp + "=0");
   }
   compression.kind = gradient_compressor(compression.kind, amp);
   amp_ = AmpStep(amp, compression.kind);
@@ -404,11 +405,14 @@ void DistributedOptimizer::step() {
   const bool skip = facts_.gradients.overflow;
   amp_.finish_step(steps_, skip, log_);
   local_sgd_->before_update(local);
-  const auto update_begin = std::chrono::steady_clock::now();
-  if (!skip) inner_->step(views);
   if (auto_) {
+    // Timed only for auto's check (Note [Choosing at the first step]).
+    const auto update_begin = std::chrono::steady_clock::now();
+    if (!skip) inner_->step(views);
     auto_->update_done(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - update_begin).count());
+  } else if (!skip) {
+    inner_->step(views);
   }
   if (facts_.gradients.exchanged) count_compression();
   const auto update_end = timeline_.now();
@@ -472,8 +476,9 @@ void DistributedOptimizer::load_state(std::istream& in) {
     in >> tag >> chosen >> step;
     in.get();
     if (!in || tag != "gradwire-auto") {
-      throw std::runtime_error("optimizer state: no GRADWIRE_COMPRESSOR=auto choice at its start "
-                               "(written by a run with another compressor?)");
+      throw std::runtime_error(
+          "optimizer state: no GRADWIRE_COMPRESSOR=auto choice at its start "
+          "(written by a run with another compressor?)");
     }
     if (chosen != "-") {
       if (!auto_->decided()) {

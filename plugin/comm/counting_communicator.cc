@@ -82,7 +82,6 @@ CountingCommunicator::Bytes CountingCommunicator::allreduce_levels(std::size_t c
 }
 
 void CountingCommunicator::record(TrafficKind kind, const Bytes& bytes) {
-  mark_call_end();
   auto& k = (*kinds_)[static_cast<std::size_t>(kind)];
   k.sent.fetch_add(bytes.sent, std::memory_order_relaxed);
   k.received.fetch_add(bytes.received, std::memory_order_relaxed);

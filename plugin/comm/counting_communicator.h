@@ -77,7 +77,7 @@ class CountingCommunicator : public Communicator {
                              TrafficKind kind) override;
   void barrier() override {
     inner_->barrier();
-    mark_call_end();
+    last_barrier_end_.store(std::chrono::steady_clock::now().time_since_epoch().count());
   }
   std::vector<int> node_of_rank() const override { return inner_->node_of_rank(); }
   const Levels* levels() override { return local_ ? &levels_ : nullptr; }
@@ -92,11 +92,12 @@ class CountingCommunicator : public Communicator {
 
   // A consistent snapshot of this rank's counters (safe to call from any thread).
   TrafficCounters counters() const;
-  // When the last collective charged here (or barrier) returned, on the steady clock: where the
-  // program's compute since its last synchronisation starts (GRADWIRE_COMPRESSOR=auto's step 0).
-  std::chrono::steady_clock::time_point last_call_end() const {
+  // When the last barrier returned, on the steady clock (the epoch before any): where a program
+  // that synchronises its ranks before its first step starts that step's compute
+  // (GRADWIRE_COMPRESSOR=auto's step 0). Only barriers: the collectives' hot path stays as it was.
+  std::chrono::steady_clock::time_point last_barrier_end() const {
     return std::chrono::steady_clock::time_point(
-        std::chrono::steady_clock::duration(last_call_end_.load()));
+        std::chrono::steady_clock::duration(last_barrier_end_.load()));
   }
   void reset();
 
@@ -111,10 +112,7 @@ class CountingCommunicator : public Communicator {
     std::uint64_t sent = 0, received = 0, inter_sent = 0, inter_received = 0;
   };
   void record(TrafficKind kind, const Bytes& bytes);
-  void mark_call_end() {
-    last_call_end_.store(std::chrono::steady_clock::now().time_since_epoch().count());
-  }
-  std::atomic<std::chrono::steady_clock::rep> last_call_end_{0};
+  std::atomic<std::chrono::steady_clock::rep> last_barrier_end_{0};
   bool remote(std::size_t other) const;  // `other` is on another node than this rank
   Bytes allreduce_levels(std::size_t count, DataType type) const;
   Bytes allgatherv_bytes(const std::vector<std::size_t>& recv_counts, std::size_t send_count,

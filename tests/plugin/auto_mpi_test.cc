@@ -18,12 +18,7 @@ using Model = testing::TwoTensorModel;
 using testing::settings;
 using testing::world;
 
-std::unique_ptr<trainer::Sgd> momentum_sgd() {
-  trainer::Sgd::Options o;
-  o.lr = 0.05;
-  o.momentum = 0.9;
-  return std::make_unique<trainer::Sgd>(o);
-}
+using testing::momentum_sgd;
 
 std::size_t index_of(const AutoDecision& d, const std::string& name) {
   for (std::size_t i = 0; i < d.candidates.size(); ++i) {

@@ -29,12 +29,7 @@ namespace keys = config::keys;
 using testing::settings;
 using testing::world;
 
-std::unique_ptr<trainer::Sgd> momentum_sgd() {
-  trainer::Sgd::Options o;
-  o.lr = 0.05;
-  o.momentum = 0.9;
-  return std::make_unique<trainer::Sgd>(o);
-}
+using testing::momentum_sgd;
 
 // Trains the reference MLP (6 tensors) for `steps` steps on rank-specific random data, reporting
 // each layer's gradients as backward produces them, and returns the final parameters.
@@ -61,7 +56,8 @@ std::vector<float> train_mlp(const testing::Settings& values, int steps) {
     opt.step();
   }
   opt.synchronize_parameters();
-  return std::vector<float>(model->parameter_buffer(), model->parameter_buffer() + model->num_parameters());
+  return std::vector<float>(model->parameter_buffer(),
+                            model->parameter_buffer() + model->num_parameters());
 }
 
 double max_abs_difference(const std::vector<float>& a, const std::vector<float>& b) {
@@ -105,21 +101,23 @@ TEST_P(FusionEquivalence, OneBucketPerTensorAndFusedBucketsTrainTheSameParameter
   // The runs did train: the parameters moved away from the initial ones.
   auto initial = trainer::make_model("mlp", 42);
   const std::vector<float> start(initial->parameter_buffer(),
-                               initial->parameter_buffer() + initial->num_parameters());
+                                 initial->parameter_buffer() + initial->num_parameters());
   EXPECT_GT(max_abs_difference(results[2], start), 1e-3);
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Strategies, FusionEquivalence,
-    ::testing::Values(
-        Strategy{"none", {}}, Strategy{"fp16", {{keys::kCompressor, "fp16"}}},
-        Strategy{"dgc",
-                 {{keys::kCompressor, "dgc"}, {keys::kDgcRampupSteps, "20"},
-                  {keys::kDgcSparsity, "0.75,0.99"}}},
-        Strategy{"amp", {{keys::kAmp, "1"}, {keys::kAmpInitScale, "1024"}}},
-        Strategy{"amp_topk", {{keys::kAmp, "1"}, {keys::kCompressor, "topk"}}},
-        Strategy{"local_sgd_fp16",
-                 {{keys::kSync, "local_sgd"}, {keys::kLocalSgdK, "4"}, {keys::kCompressor, "fp16"}}}),
+    ::testing::Values(Strategy{"none", {}}, Strategy{"fp16", {{keys::kCompressor, "fp16"}}},
+                      Strategy{"dgc",
+                               {{keys::kCompressor, "dgc"},
+                                {keys::kDgcRampupSteps, "20"},
+                                {keys::kDgcSparsity, "0.75,0.99"}}},
+                      Strategy{"amp", {{keys::kAmp, "1"}, {keys::kAmpInitScale, "1024"}}},
+                      Strategy{"amp_topk", {{keys::kAmp, "1"}, {keys::kCompressor, "topk"}}},
+                      Strategy{"local_sgd_fp16",
+                               {{keys::kSync, "local_sgd"},
+                                {keys::kLocalSgdK, "4"},
+                                {keys::kCompressor, "fp16"}}}),
     [](const ::testing::TestParamInfo<Strategy>& info) { return std::string(info.param.name); });
 
 TEST(Fusion, TheMlpIsCutAsPlanned) {
@@ -130,7 +128,8 @@ TEST(Fusion, TheMlpIsCutAsPlanned) {
   // 2 MiB is 524,288 floats: fc3 and fc2.bias fill bucket 0 (5,642 floats); fc2.weight, exactly
   // 524,288, cannot join them but fills bucket 1 alone; fc1.bias cannot join it; fc1.weight
   // (802,816) is larger than the threshold and has a bucket of its own.
-  DistributedOptimizer opt(comm, momentum_sgd(), specs, settings({{keys::kFusionThresholdMb, "2"}}));
+  DistributedOptimizer opt(comm, momentum_sgd(), specs,
+                           settings({{keys::kFusionThresholdMb, "2"}}));
   const fusion::BucketPlan& plan = opt.bucket_plan();
   ASSERT_EQ(plan.size(), 4u);
   EXPECT_EQ(plan.buckets[0].begin, 3u);  // fc2.bias .. fc3.bias
@@ -229,9 +228,9 @@ TEST(Timeline, AThreeStepRunWritesEveryBucketsPhasesAndEveryStep) {
   const std::string base = timeline_base();
   std::string path;
   {
-    DistributedOptimizer opt(comm, std::make_unique<NoUpdate>(), model.specs(),
-                             settings({{keys::kFusionThresholdMb, kSmallThreshold},
-                                       {keys::kTimeline, base.c_str()}}));
+    DistributedOptimizer opt(
+        comm, std::make_unique<NoUpdate>(), model.specs(),
+        settings({{keys::kFusionThresholdMb, kSmallThreshold}, {keys::kTimeline, base.c_str()}}));
     path = opt.timeline_path();
     EXPECT_EQ(path, base.substr(0, base.size() - 5) + ".rank" + std::to_string(rank) + ".json");
     const std::size_t tensors = model.values.size();

@@ -27,6 +27,14 @@ inline DistributedOptimizerOptions settings(const Settings& values) {
   return o;
 }
 
+// The reference trainer's SGD with momentum 0.9 (lr 0.05): an inner optimizer dgc accepts.
+inline std::unique_ptr<trainer::Sgd> momentum_sgd() {
+  trainer::Sgd::Options o;
+  o.lr = 0.05;
+  o.momentum = 0.9;
+  return std::make_unique<trainer::Sgd>(o);
+}
+
 // The MPI world behind a byte-counting communicator.
 inline std::shared_ptr<CountingCommunicator> world() {
   return std::make_shared<CountingCommunicator>(make_mpi_world_communicator());
