@@ -33,13 +33,38 @@ Link fit_link(double latency_s, const std::vector<ProbePoint>& points) {
   return link;
 }
 
+namespace {
+
+// The bytes of b, sent after `after` bytes of the same step, that go within the burst.
+double in_burst(const Link& link, double b, double after) {
+  return std::clamp(link.burst_bytes - after, 0.0, b);
+}
+
+// T(b, after): their time on the link.
+double transfer(const Link& link, double b, double after) {
+  const double i = in_burst(link, b, after);
+  return i * link.burst_seconds_per_byte + (b - i) * link.seconds_per_byte;
+}
+
+}  // namespace
+
 Prediction predict(const Link& link, const StepInputs& step, const Candidate& c) {
   Prediction p;
   const double b = std::max(0.0, c.bytes_per_step);
-  const double in_burst = std::min(b, link.burst_bytes);
-  p.comm_s = c.collectives_per_step * link.latency_s + in_burst * link.burst_seconds_per_byte +
-             (b - in_burst) * link.seconds_per_byte;
-  p.exposed_s = std::max(0.0, c.codec_s + p.comm_s - step.overlap_s);
+  const double last = std::clamp(c.last_bytes, 0.0, b);
+  p.comm_s = c.collectives_per_step * link.latency_s + transfer(link, b, 0);
+  if (c.exchange_measured()) {
+    const double saved = link.seconds_per_byte - link.burst_seconds_per_byte;
+    p.work_s = std::max(0.0, c.exchange_s - in_burst(link, b, 0) * saved);
+    p.tail_s =
+        std::max(0.0, std::max(0.0, c.last_exchange_s) - in_burst(link, last, b - last) * saved);
+  } else {
+    p.work_s = c.codec_s + p.comm_s;
+    p.tail_s =
+        c.last_codec_s + c.last_collectives * link.latency_s + transfer(link, last, b - last);
+  }
+  const double overlap = step.backward_on_host ? 0.0 : step.overlap_s;
+  p.exposed_s = std::max({0.0, p.tail_s, p.work_s - overlap});
   const double stepped = step.compute_s + step.update_s + p.exposed_s;
   const double refill = b * link.seconds_per_byte;
   p.link_bound = refill > stepped;

@@ -22,14 +22,29 @@ namespace gw::autotune {
 //   beta  seconds per byte sustained,
 //   B     the burst: bytes that pass at a faster beta0 before the sustained rate sets in (a token
 //         bucket: cloud instances' bandwidth limits and tc's tbf shape links so; B = 0 elsewhere),
-// the predicted step is
-//   comm_c = k_c alpha + min(b_c, B) beta0 + max(b_c - B, 0) beta
-//   step_c = max(compute + update + max(0, e_c + comm_c - overlap),  b_c beta)
+// the link's share of a step is
+//   comm_c = k_c alpha + T(b_c, 0),  T(b, a) = i beta0 + (b - i) beta,  i = clamp(B - a, 0, b)
+// (T: b bytes sent after a bytes of the same step have used the burst first). The exchange's
+// work x_c and that of the bucket released last, t_c (whose bytes b'_c, collectives k'_c and
+// codec e'_c go after the others'), are
+//   modelled: x_c = e_c + comm_c,  t_c = e'_c + k'_c alpha + T(b'_c, b_c - b'_c)
+//   measured: every bucket exchanged for real at the decision, back to back after the probes
+//     have emptied any token bucket, so its bytes went at beta throughout: x_c = X_c - i (beta -
+//     beta0), t_c = X'_c - i' (beta - beta0), with X_c, X'_c the timed exchanges and i, i' the
+//     burst shares of T above.
+// A real exchange is run where its bytes take at most kTrialExchangeSeconds at beta
+// (plugin/auto_strategy.h): it holds what the model leaves out (the receiving side's checks,
+// merges and decode, and ranks that wait on one another). Then
+//   step_c = max(compute + update + max(0, t_c, x_c - overlap),  b_c beta)
 // where overlap is the backward time left after the first bucket is released (the buckets'
-// encode and collectives run on the engine thread during it; Note [Buckets in the step]). The
-// outer max is the bucket's refill: over many steps a link carries at most one step's time at its
-// sustained rate, so a candidate whose bytes fit the burst once does not get it every step unless
-// its step is long enough to refill it.
+// encode and collectives run on the engine thread during it; Note [Buckets in the step]), and the
+// last bucket's exchange starts when backward ends, so nothing hides it. Where backward runs on
+// the host's cores, overlap is taken as 0: backward keeps those cores busy, so the engine
+// thread's encode, checks and decode take turns with it rather than run beside it (the harness
+// measured the exchange's whole time in such steps). The outer max is the
+// bucket's refill: over many steps a link carries at most one step's time at its sustained rate,
+// so a candidate whose bytes fit the burst once does not get it every step unless its step is
+// long enough to refill it.
 // The choice is the fastest eligible candidate, in the order given (dense first), a later one
 // taking the place of an earlier only when it is faster by more than kMinGain: a tie, or a gain
 // within the measurements' noise, keeps the simpler strategy. Eligible: it can run here, and its
@@ -65,6 +80,8 @@ struct StepInputs {
   double compute_s = 0;  // forward and backward, from one step's end to its gradients' readiness
   double update_s = 0;   // the inner optimizer's update
   double overlap_s = 0;  // backward after the first bucket's release
+  // Backward runs on the host's cores (the CPU trainer): it leaves none free for the exchange.
+  bool backward_on_host = false;
 };
 
 struct Candidate {
@@ -72,17 +89,29 @@ struct Candidate {
   double bytes_per_step = 0;
   double collectives_per_step = 0;
   double codec_s = 0;
+  // The bucket released last, at the end of backward: nothing is left to hide its exchange.
+  double last_bytes = 0;
+  double last_collectives = 0;
+  double last_codec_s = 0;
+  // Every bucket exchanged for real at the decision, timed (exchange_s the whole step's,
+  // last_exchange_s the last bucket's); negative where it was not run.
+  double exchange_s = -1;
+  double last_exchange_s = -1;
   // Final test accuracy lost against dense, in points (negative: gained), from gradwire's
   // committed accuracy runs; unknown where none was run.
   bool accuracy_known = false;
   double accuracy_drop_points = 0;
   bool named = false;    // listed in GRADWIRE_AUTO_CANDIDATES
   std::string excluded;  // non-empty: why it cannot run here (then it is never chosen)
+
+  bool exchange_measured() const { return exchange_s >= 0; }
 };
 
 struct Prediction {
-  double comm_s = 0;        // comm_c
-  double exposed_s = 0;     // max(0, e_c + comm_c - overlap)
+  double comm_s = 0;        // comm_c: the link's share, from the fit
+  double work_s = 0;        // x_c: the whole exchange (codec and collectives)
+  double tail_s = 0;        // t_c: the last bucket's exchange
+  double exposed_s = 0;     // max(0, t_c, x_c - overlap)
   double step_s = 0;        // step_c
   bool link_bound = false;  // the refill term b_c beta decided step_c
 };

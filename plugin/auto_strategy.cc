@@ -187,6 +187,7 @@ void AutoStrategy::step_ended(const Logger& log) {
       d.check_inputs.compute_s = median(compute_);
       d.check_inputs.update_s = median(update_);
       d.check_inputs.overlap_s = median(overlap_);
+      d.check_inputs.backward_on_host = d.inputs.backward_on_host;
       d.predicted_step_s =
           autotune::predict(d.link, d.check_inputs, d.candidates[d.choice.chosen]).step_s;
       d.measured_step_s = median(interval_);
@@ -240,8 +241,12 @@ CompressorSettings AutoStrategy::decide(CountingCommunicator& comm, const Parame
   measured.step.compute_s = std::chrono::duration<double>(ready_ - from).count();
   measured.step.overlap_s =
       released_ ? std::chrono::duration<double>(ready_ - first_release_).count() : 0.0;
-  measured.codec_s.assign(candidates_.size(), 0.0);
-  measured.bytes_per_step.assign(candidates_.size(), 0.0);
+  const std::size_t count = candidates_.size();
+  for (std::vector<double>* v :
+       {&measured.codec_s, &measured.bytes_per_step, &measured.last_codec_s, &measured.last_bytes})
+    v->assign(count, 0.0);
+  measured.exchange_s.assign(count, -1.0);
+  measured.last_exchange_s.assign(count, -1.0);
   if (n == 1) {
     d.how = "one rank";  // nothing to exchange: the choice is the first eligible, by the model
   } else {
@@ -304,7 +309,29 @@ CompressorSettings AutoStrategy::decide(CountingCommunicator& comm, const Parame
       return static_cast<double>(
           CountingCommunicator::allreduce_bytes(elements, size, comm.rank(), n));
     };
-    for (std::size_t i = 0; i < candidates_.size(); ++i) {
+    // What one bucket's trial sends, and its collectives.
+    const auto sent = [&](const ExchangeTrial& t, double& bytes, double& calls) {
+      bytes = dense_bytes(t.dense_elements, t.dense_element_size) +
+              dense_bytes(t.q_elements, sizeof(float));
+      calls = (t.dense_elements > 0 ? 1 : 0) + (t.q_elements > 0 ? 1 : 0);
+      const double words = static_cast<double>(t.sparse_words);
+      if (t.split && across) {
+        // Note [Sparse allreduce over two levels]: steps 3 and 5 cross, 3 W (N - 1) / (N L).
+        bytes +=
+            4.0 * 3.0 * words * static_cast<double>(nodes - 1) / static_cast<double>(nodes * local);
+        calls += 8;
+      } else if (t.split) {
+        // Note [Sparse allreduce by split]: about 3 W (n - 1) / n.
+        bytes += 4.0 * 3.0 * words * static_cast<double>(un - 1) / static_cast<double>(un);
+        calls += 4;
+      } else if (t.sparse) {
+        bytes += 4.0 * words * static_cast<double>(across ? un - local : un - 1);
+        calls += 2;
+      }
+    };
+    const std::size_t last = views.size() - 1;
+    std::vector<double> run_exchange(count, 0.0);  // 1: this rank would exchange it for real
+    for (std::size_t i = 0; i < count; ++i) {
       autotune::Candidate& c = d.candidates[i];
       if (!c.excluded.empty()) continue;
       auto trial =
@@ -313,50 +340,92 @@ CompressorSettings AutoStrategy::decide(CountingCommunicator& comm, const Parame
       trial->begin_step(trial->warmup_end_step());
       BucketExchange exchange;
       std::vector<ExchangeTrial> trials(views.size());
-      // Twice, timing the second: the first pays for allocating and touching the buffers, which
-      // a steady step does not.
-      for (int pass = 0; pass < 2; ++pass) {
+      std::vector<std::vector<double>> codec(views.size());
+      for (int pass = 0; pass <= kTrialPasses; ++pass) {
         kernels::copy_bytes(copy, gradients, params.numel() * sizeof(float), stream);
-        for (std::size_t b = 0; b < views.size(); ++b)
+        for (std::size_t b = 0; b < views.size(); ++b) {
           trials[b] = exchange.trial(*trial, views[b], n);
-      }
-      double codec = 0, bytes = 0, calls = 0;
-      for (const ExchangeTrial& t : trials) {
-        codec += t.codec_seconds;
-        bytes += dense_bytes(t.dense_elements, t.dense_element_size) +
-                 dense_bytes(t.q_elements, sizeof(float));
-        calls += (t.dense_elements > 0 ? 1 : 0) + (t.q_elements > 0 ? 1 : 0);
-        const double words = static_cast<double>(t.sparse_words);
-        if (t.split && across) {
-          // Note [Sparse allreduce over two levels]: steps 3 and 5 cross, 3 W (N - 1) / (N L).
-          bytes += 4.0 * 3.0 * words * static_cast<double>(nodes - 1) /
-                   static_cast<double>(nodes * local);
-          calls += 8;
-        } else if (t.split) {
-          // Note [Sparse allreduce by split]: about 3 W (n - 1) / n.
-          bytes += 4.0 * 3.0 * words * static_cast<double>(un - 1) / static_cast<double>(un);
-          calls += 4;
-        } else if (t.sparse) {
-          bytes += 4.0 * words * static_cast<double>(across ? un - local : un - 1);
-          calls += 2;
+          if (pass > 0) codec[b].push_back(trials[b].codec_seconds);
         }
       }
-      measured.codec_s[i] = codec;
-      measured.bytes_per_step[i] = bytes;
+      double calls = 0;
+      for (std::size_t b = 0; b < views.size(); ++b) {
+        double bytes = 0, bucket_calls = 0;
+        sent(trials[b], bytes, bucket_calls);
+        const double e = median(codec[b]);
+        measured.codec_s[i] += e;
+        measured.bytes_per_step[i] += bytes;
+        calls += bucket_calls;
+        if (b == last) {
+          measured.last_codec_s[i] = e;
+          measured.last_bytes[i] = bytes;
+          c.last_collectives = bucket_calls;
+        }
+      }
       c.collectives_per_step = calls;
+      if (measured.bytes_per_step[i] * d.link.seconds_per_byte <= kTrialExchangeSeconds) {
+        run_exchange[i] = 1;
+      }
+    }
+    // The ranks' byte counts differ a little: every rank exchanges what all of them would.
+    std::vector<double> skip(count);
+    for (std::size_t i = 0; i < count; ++i) skip[i] = 1.0 - run_exchange[i];
+    max_over_ranks(comm, skip, stream);
+    for (std::size_t i = 0; i < count; ++i) {
+      if (skip[i] > 0 || !d.candidates[i].excluded.empty()) continue;
+      auto trial = make_trial_compressor(settings_for(d.candidates[i].name), params.numels(),
+                                         params.rows(), momentum_);
+      trial->set_stream(stream);
+      const std::int64_t first = trial->warmup_end_step();
+      BucketExchange exchange;
+      std::vector<std::vector<double>> seconds(views.size());
+      for (int pass = 0; pass <= kTrialExchanges; ++pass) {
+        trial->begin_step(first + pass);
+        kernels::copy_bytes(copy, gradients, params.numel() * sizeof(float), stream);
+        stream.synchronize();
+        comm.barrier();
+        for (std::size_t b = 0; b < views.size(); ++b) {
+          const Clock::time_point t0 = Clock::now();
+          exchange.run(comm, *trial, views[b], TrafficKind::kControl);
+          if (pass > 0) seconds[b].push_back(seconds_since(t0));
+        }
+      }
+      measured.exchange_s[i] = 0;
+      for (std::size_t b = 0; b < views.size(); ++b) {
+        const double x = median(seconds[b]);
+        measured.exchange_s[i] += x;
+        if (b == last) measured.last_exchange_s[i] = x;
+      }
+      d.trial_exchanges += 1 + kTrialExchanges;
     }
   }
   if (inject_measurements) inject_measurements(measured);
   // The slowest rank's inputs: every rank then holds the same (Note [Choosing at the first step]).
-  std::vector<double> inputs = {measured.step.compute_s, measured.step.overlap_s};
-  inputs.insert(inputs.end(), measured.codec_s.begin(), measured.codec_s.end());
-  inputs.insert(inputs.end(), measured.bytes_per_step.begin(), measured.bytes_per_step.end());
+  const std::vector<std::vector<double>*> per_candidate = {
+      &measured.codec_s,    &measured.bytes_per_step, &measured.last_codec_s,
+      &measured.last_bytes, &measured.exchange_s,     &measured.last_exchange_s};
+  std::vector<double> inputs = {measured.step.compute_s, measured.step.overlap_s,
+                                stream.is_host() ? 1.0 : 0.0};
+  for (const std::vector<double>* v : per_candidate) {
+    if (v->size() != count) {
+      throw std::logic_error("auto: a measured input has " + std::to_string(v->size()) +
+                             " values for " + std::to_string(count) + " candidates");
+    }
+    inputs.insert(inputs.end(), v->begin(), v->end());
+  }
   if (n > 1) max_over_ranks(comm, inputs, stream);
   d.inputs.compute_s = inputs[0];
   d.inputs.overlap_s = inputs[1];
-  for (std::size_t i = 0; i < d.candidates.size(); ++i) {
-    d.candidates[i].codec_s = inputs[2 + i];
-    d.candidates[i].bytes_per_step = inputs[2 + d.candidates.size() + i];
+  d.inputs.backward_on_host = inputs[2] > 0;  // on any rank: the slowest decides
+  for (std::size_t i = 0; i < count; ++i) {
+    autotune::Candidate& c = d.candidates[i];
+    const auto at = [&](std::size_t v) { return inputs[3 + v * count + i]; };
+    c.codec_s = at(0);
+    c.bytes_per_step = at(1);
+    c.last_codec_s = at(2);
+    c.last_bytes = at(3);
+    c.exchange_s = at(4);
+    c.last_exchange_s = at(5);
   }
   d.choice = autotune::choose(d.link, d.inputs, d.candidates, max_drop_);
   if (n > 1) {
@@ -400,9 +469,10 @@ void AutoStrategy::log_decision(const Logger& log) const {
     char drop[32] = "unknown";
     if (c.accuracy_known) std::snprintf(drop, sizeof(drop), "%+.2f pts", -c.accuracy_drop_points);
     log.log(LogLevel::kInfo,
-            "auto:   %-8s %12.0f B/step %4.0f calls  codec %8.2f ms  step %9.2f ms predicted  "
-            "accuracy %s: %s",
+            "auto:   %-8s %12.0f B/step %4.0f calls  codec %7.2f ms  exchange %8.2f ms %s "
+            "(last bucket %7.2f)  step %9.2f ms predicted  accuracy %s: %s",
             c.name.c_str(), c.bytes_per_step, c.collectives_per_step, 1e3 * c.codec_s,
+            1e3 * p.work_s, c.exchange_measured() ? "timed   " : "modelled", 1e3 * p.tail_s,
             1e3 * p.step_s, drop, d.choice.verdicts[i].c_str());
   }
   log.log(LogLevel::kInfo, "auto: chose %s", d.chosen.c_str());

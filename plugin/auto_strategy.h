@@ -40,7 +40,14 @@ namespace gw {
 //    the backward after the first bucket's release (the overlap).
 //  - each candidate, on a copy of step 0's gradients: a trial compressor at its steady state
 //    (past its warm-up) encodes every bucket (BucketExchange::trial), which gives its bytes and
-//    collectives per step and its local work.
+//    collectives per step and its local work (once untimed, as the first pass pays for
+//    allocating and touching its buffers, then the median of kTrialPasses).
+//  - each candidate whose bytes take at most kTrialExchangeSeconds at the sustained rate: a fresh
+//    trial compressor exchanges every bucket of a copy for real (control traffic), once untimed
+//    and then kTrialExchanges times, each after a barrier; each bucket's median. This holds what
+//    the model cannot price from bytes: the receiving side's checks, merges and decode, and the
+//    ranks' waits on one another in each collective. Every rank runs the same ones (the ranks
+//    agree on the set first).
 // The ranks take the maximum of every input (a synchronous step waits for its slowest rank),
 // rank 0 decides and broadcasts the choice (8 bytes), and each rank builds the chosen compressor.
 // Step 0's compute includes first-touch costs, so the report also re-measures the inputs over the
@@ -51,6 +58,9 @@ inline constexpr int kLatencyProbes = 5;
 inline constexpr std::size_t kFirstProbeFloats = 4096;  // 16 KiB
 inline constexpr double kProbeSeconds = 0.06;
 inline constexpr double kRefillSeconds = 0.06;
+inline constexpr int kTrialPasses = 3;
+inline constexpr int kTrialExchanges = 3;
+inline constexpr double kTrialExchangeSeconds = 0.05;
 
 // What auto measured and chose, the same on every rank (the report's "auto" entry).
 struct AutoDecision {
@@ -60,7 +70,8 @@ struct AutoDecision {
   double measure_seconds = 0;     // probes and trials, on this rank
   std::uint64_t probe_bytes = 0;  // control bytes the probes sent from this rank
   std::int64_t probe_collectives = 0;
-  bool bytes_across_nodes = false;  // b_c and beta count the bytes between nodes
+  std::int64_t trial_exchanges = 0;  // real exchanges of every bucket run (control traffic)
+  bool bytes_across_nodes = false;   // b_c and beta count the bytes between nodes
   autotune::Link link;
   std::vector<autotune::ProbePoint> probes;
   autotune::StepInputs inputs;
@@ -104,8 +115,10 @@ class AutoStrategy {
   // Test-only: changes this rank's measured inputs before the ranks combine them.
   struct Measured {
     autotune::StepInputs step;
-    std::vector<double> codec_s;         // per candidate
-    std::vector<double> bytes_per_step;  // per candidate
+    // Per candidate (Note [The auto cost model]); exchange_s and last_exchange_s negative where
+    // no real exchange ran.
+    std::vector<double> codec_s, bytes_per_step, last_codec_s, last_bytes, exchange_s,
+        last_exchange_s;
   };
   std::function<void(Measured&)> inject_measurements;
 

@@ -175,10 +175,12 @@ void DistributedOptimizer::begin_gradients() {
 
 void DistributedOptimizer::launch_released(std::size_t count) {
   if (count > 0 && auto_) auto_->bucket_released();
-  if (count == 0 || facts_.gradients.job == Job::kNone) return;
+  if (count == 0) return;
   const std::size_t end = tracker_.released();
+  // Recorded even when no job runs now: auto's first step runs its exchanges after collect.
+  for (std::size_t b = end - count; b < end; ++b) timeline_.released(b, params_.stream());
+  if (facts_.gradients.job == Job::kNone) return;
   for (std::size_t b = end - count; b < end; ++b) {
-    timeline_.released(b, params_.stream());
     bucket_ready_[b].record(params_.stream());
     // A bucket's job failed while backward went on (Note [Engine threads]): report it here.
     if (!engine_->launch(b)) {

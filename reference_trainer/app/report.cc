@@ -140,11 +140,20 @@ nlohmann::json auto_json(const std::optional<AutoDecision>& decision) {
          {"bytes_per_step", c.bytes_per_step},
          {"collectives_per_step", c.collectives_per_step},
          {"codec_seconds", c.codec_s},
+         {"last_bucket_bytes", c.last_bytes},
+         {"last_bucket_collectives", c.last_collectives},
+         {"last_bucket_codec_seconds", c.last_codec_s},
+         {"exchange_timed_seconds",
+          c.exchange_measured() ? nlohmann::json(c.exchange_s) : nlohmann::json(nullptr)},
+         {"last_bucket_exchange_timed_seconds",
+          c.exchange_measured() ? nlohmann::json(c.last_exchange_s) : nlohmann::json(nullptr)},
          {"accuracy_drop_points",
           c.accuracy_known ? nlohmann::json(c.accuracy_drop_points) : nlohmann::json(nullptr)},
          {"named", c.named},
          {"excluded", c.excluded},
          {"comm_seconds", p.comm_s},
+         {"exchange_seconds", p.work_s},
+         {"last_bucket_exchange_seconds", p.tail_s},
          {"exposed_seconds", p.exposed_s},
          {"predicted_step_seconds", p.step_s},
          {"link_bound", p.link_bound},
@@ -153,9 +162,10 @@ nlohmann::json auto_json(const std::optional<AutoDecision>& decision) {
   nlohmann::json probes = nlohmann::json::array();
   for (const autotune::ProbePoint& p : d.probes) probes.push_back({p.bytes, p.seconds});
   const auto inputs = [](const autotune::StepInputs& s) {
-    return nlohmann::json{
-        {"compute_seconds", s.compute_s}, {"update_seconds", s.update_s},
-        {"overlap_seconds", s.overlap_s}};
+    return nlohmann::json{{"compute_seconds", s.compute_s},
+                          {"update_seconds", s.update_s},
+                          {"overlap_seconds", s.overlap_s},
+                          {"backward_on_host", s.backward_on_host}};
   };
   return {
       {"chosen", d.chosen},
@@ -164,6 +174,7 @@ nlohmann::json auto_json(const std::optional<AutoDecision>& decision) {
       {"measure_seconds", d.measure_seconds},
       {"probe_bytes", d.probe_bytes},
       {"probe_collectives", d.probe_collectives},
+      {"trial_exchanges", d.trial_exchanges},
       {"bytes_across_nodes", d.bytes_across_nodes},
       {"link",
        {{"latency_seconds", d.link.latency_s},
@@ -175,16 +186,15 @@ nlohmann::json auto_json(const std::optional<AutoDecision>& decision) {
       {"inputs", inputs(d.inputs)},
       {"max_accuracy_drop_points", d.max_accuracy_drop_points},
       {"candidates", candidates},
-      {"check",
-       d.checked ? nlohmann::json{{"steps", d.check_steps},
-                                  {"inputs", inputs(d.check_inputs)},
-                                  {"predicted_step_seconds", d.predicted_step_s},
-                                  {"measured_step_seconds", d.measured_step_s},
-                                  {"error", d.measured_step_s > 0
-                                                ? (d.predicted_step_s - d.measured_step_s) /
-                                                      d.measured_step_s
-                                                : 0.0}}
-                 : nlohmann::json(nullptr)},
+      {"check", d.checked ? nlohmann::json{{"steps", d.check_steps},
+                                           {"inputs", inputs(d.check_inputs)},
+                                           {"predicted_step_seconds", d.predicted_step_s},
+                                           {"measured_step_seconds", d.measured_step_s},
+                                           {"error", d.measured_step_s > 0 ? (d.predicted_step_s -
+                                                                              d.measured_step_s) /
+                                                                                 d.measured_step_s
+                                                                           : 0.0}}
+                          : nlohmann::json(nullptr)},
       {"is",
        "GRADWIRE_COMPRESSOR=auto (docs/AUTO.md): what it measured at its decision, each "
        "candidate's predicted step (Note [The auto cost model]) and verdict; check: the inputs "

@@ -37,6 +37,16 @@ Link link_at(double mbit) {
   return l;
 }
 
+// 1 ms a collective, 1 us a byte sustained, its first 1000 bytes at 10 ns each.
+Link burst_link() {
+  Link l;
+  l.latency_s = 1e-3;
+  l.seconds_per_byte = 1e-6;
+  l.burst_bytes = 1000;
+  l.burst_seconds_per_byte = 1e-8;
+  return l;
+}
+
 // Probes run back to back through a token bucket of `burst` bytes, full at the start, refilled at
 // the sustained rate 1 / beta whenever it is not sending at that rate, draining at 1 / beta0 while
 // it holds tokens: doubling from 16 kB until one takes `stop` seconds, as the probes do.
@@ -87,11 +97,7 @@ TEST(AutoCostModel, FitOfAFlatNoisyLinkTakesTheLastRateAndNoBurst) {
 TEST(AutoCostModel, FitRefusesNoProbes) { EXPECT_THROW(fit_link(0, {}), std::invalid_argument); }
 
 TEST(AutoCostModel, PredictionIsTheFormula) {
-  Link l;
-  l.latency_s = 1e-3;
-  l.seconds_per_byte = 1e-6;
-  l.burst_bytes = 1000;
-  l.burst_seconds_per_byte = 1e-8;
+  const Link l = burst_link();
   StepInputs s{0.010, 0.002, 0.003};
   // 5000 bytes: 1000 in the burst, 4000 at the sustained rate; 3 collectives; 1 ms codec.
   const Prediction p = predict(l, s, candidate("x", 5000, 3, 0.001));
@@ -108,6 +114,56 @@ TEST(AutoCostModel, PredictionIsTheFormula) {
   const Prediction bound = predict(l, StepInputs{0.0001, 0, 0}, candidate("x", 900, 0, 0));
   EXPECT_TRUE(bound.link_bound);
   EXPECT_DOUBLE_EQ(bound.step_s, 900 * 1e-6);
+}
+
+TEST(AutoCostModel, TheLastBucketIsExposedWhateverTheOverlap) {
+  const Link l = burst_link();
+  // 5000 bytes in two buckets, the last one 2000 of them: it goes after 3000 bytes have used the
+  // burst, so all of it at the sustained rate; 2 of the 3 collectives, 0.4 ms of the codec.
+  Candidate c = candidate("x", 5000, 3, 0.001);
+  c.last_bytes = 2000;
+  c.last_collectives = 2;
+  c.last_codec_s = 0.0004;
+  const Prediction p = predict(l, StepInputs{0.010, 0.002, 1.0}, c);
+  const double tail = 0.0004 + 2 * 1e-3 + 2000 * 1e-6;
+  EXPECT_DOUBLE_EQ(p.tail_s, tail);
+  EXPECT_DOUBLE_EQ(p.work_s, 0.001 + p.comm_s);
+  EXPECT_DOUBLE_EQ(p.exposed_s, tail);  // a second of overlap hides the rest, not the tail
+  EXPECT_DOUBLE_EQ(p.step_s, 0.012 + tail);
+  // The last bucket first in line for the burst when it is the whole step.
+  c.last_bytes = 5000;
+  EXPECT_DOUBLE_EQ(predict(l, StepInputs{}, c).tail_s,
+                   0.0004 + 2 * 1e-3 + 1000 * 1e-8 + 4000 * 1e-6);
+  // On the host's cores nothing hides: the whole exchange is exposed.
+  StepInputs host{0.010, 0.002, 1.0};
+  host.backward_on_host = true;
+  c.last_bytes = 2000;
+  const Prediction h = predict(l, host, c);
+  EXPECT_DOUBLE_EQ(h.exposed_s, h.work_s);
+  EXPECT_DOUBLE_EQ(h.step_s, 0.012 + 0.001 + h.comm_s);
+}
+
+TEST(AutoCostModel, ATimedExchangeReplacesTheModelAndGetsTheBurstBack) {
+  const Link l = burst_link();
+  Candidate c = candidate("x", 5000, 3, 0.5);  // the codec no longer counts
+  c.last_bytes = 500;
+  c.exchange_s = 0.020;
+  c.last_exchange_s = 0.004;
+  const Prediction p = predict(l, StepInputs{0.010, 0.002, 0.003}, c);
+  // It ran at the sustained rate; in a step 1000 bytes go in the burst, all of them before the
+  // last bucket's.
+  EXPECT_DOUBLE_EQ(p.work_s, 0.020 - 1000 * (1e-6 - 1e-8));
+  EXPECT_DOUBLE_EQ(p.tail_s, 0.004);
+  EXPECT_DOUBLE_EQ(p.exposed_s, p.work_s - 0.003);
+  EXPECT_DOUBLE_EQ(p.step_s, 0.012 + p.work_s - 0.003);
+  // A timed exchange shorter than its burst's saving: nothing, not a negative time.
+  c.exchange_s = 0.0001;
+  c.last_exchange_s = 0.0001;
+  c.last_bytes = 5000;
+  const Prediction q = predict(l, StepInputs{}, c);
+  EXPECT_EQ(q.work_s, 0.0);
+  EXPECT_EQ(q.tail_s, 0.0);
+  EXPECT_DOUBLE_EQ(q.step_s, 5000 * 1e-6);  // the refill still bounds it
 }
 
 TEST(AutoCostModel, OrderingFollowsTheFormulasAcrossRates) {

@@ -3,6 +3,8 @@
 // checkpoint carries the choice, the check after the decision, and the configuration errors.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
 #include <sstream>
 
 #include "plugin/auto_cost_model.h"
@@ -49,6 +51,11 @@ TEST(Auto, EveryRankTakesTheSameChoiceWhateverItMeasured) {
     m.step.overlap_s = 0.0;
     m.bytes_per_step = {8e6, 4e6, 1e4};
     m.codec_s = {0.0, rank == 2 || rank == 3 ? 10.0 : 0.001, rank == 1 || rank == 3 ? 10.0 : 0.001};
+    // Priced from the codecs alone: no timed exchange, no last bucket.
+    m.exchange_s.assign(3, -1.0);
+    m.last_exchange_s.assign(3, -1.0);
+    m.last_codec_s.assign(3, 0.0);
+    m.last_bytes.assign(3, 0.0);
   };
   DistributedOptimizer opt(comm, momentum_sgd(), model.specs(), options);
   EXPECT_EQ(opt.auto_decision(), nullptr);
@@ -82,6 +89,63 @@ TEST(Auto, EveryRankTakesTheSameChoiceWhateverItMeasured) {
   EXPECT_GT(d->probe_bytes, 0u);
   EXPECT_GT(d->probe_collectives, 0);
   EXPECT_GT(d->link.latency_s, 0.0);
+  // The small model's exchanges are cheap: each candidate's was run for real (the injection above
+  // then set them aside).
+  EXPECT_EQ(d->trial_exchanges, 3 * (1 + kTrialExchanges));
+}
+
+TEST(Auto, TimesARealExchangeOfEveryBucketWhereItIsCheap) {
+  const auto comm = world();
+  if (comm->size() == 1) GTEST_SKIP() << "one rank exchanges nothing";
+  Model model;
+  DistributedOptimizer opt(comm, momentum_sgd(), model.specs(),
+                           settings({{keys::kCompressor, "auto"},
+                                     {keys::kAutoCandidates, "none,dgc"},
+                                     {keys::kFusionThresholdMb, "0"}}));
+  model.gradients(opt, comm->rank(), 0);
+  opt.step();
+  const AutoDecision& d = *opt.auto_decision();
+  for (const autotune::Candidate& c : d.candidates) {
+    EXPECT_TRUE(c.exchange_measured()) << c.name;
+    EXPECT_GT(c.exchange_s, 0.0) << c.name;
+    // One bucket per tensor: the last bucket is a part of the step, no more.
+    EXPECT_GT(c.last_exchange_s, 0.0) << c.name;
+    EXPECT_LT(c.last_exchange_s, c.exchange_s) << c.name;
+    EXPECT_GT(c.last_bytes, 0.0) << c.name;
+    EXPECT_LT(c.last_bytes, c.bytes_per_step) << c.name;
+  }
+  // Control traffic: no gradient byte left before step 0's own exchange.
+  const TrafficCounters& t = opt.communicator().counters();
+  EXPECT_GT(t[TrafficKind::kControl].sent_bytes, d.probe_bytes);
+  EXPECT_EQ(d.trial_exchanges, 2 * (1 + kTrialExchanges));
+  EXPECT_TRUE(d.inputs.backward_on_host);
+}
+
+TEST(Auto, ItsFirstStepIsInTheTimeline) {
+  const auto comm = world();
+  Model model;
+  const std::string path = ::testing::TempDir() + "auto_timeline_{rank}.json";
+  {
+    DistributedOptimizer opt(
+        comm, momentum_sgd(), model.specs(),
+        settings({{keys::kCompressor, "auto"}, {keys::kTimeline, path.c_str()}}));
+    for (int step = 0; step < 2; ++step) {
+      model.gradients(opt, comm->rank(), step);
+      opt.step();
+    }
+  }
+  const std::string file =
+      ::testing::TempDir() + "auto_timeline_" + std::to_string(comm->rank()) + ".json";
+  std::ifstream in(file);
+  ASSERT_TRUE(in) << file;
+  std::stringstream text;
+  text << in.rdbuf();
+  // Step 0's buckets ran after the decision: their release and their exchange are both traced.
+  const std::string trace = text.str();
+  EXPECT_NE(trace.find(R"("name":"encode","ph":"X")"), std::string::npos);
+  EXPECT_NE(trace.find(R"("name":"queued","ph":"X")"), std::string::npos);
+  EXPECT_NE(trace.find(R"("args":{"step":0})"), std::string::npos);
+  std::remove(file.c_str());
 }
 
 TEST(Auto, OverTwoLevelsItCountsTheBytesBetweenNodes) {
