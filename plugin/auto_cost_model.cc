@@ -50,26 +50,43 @@ double transfer(const Link& link, double b, double after) {
 
 Prediction predict(const Link& link, const StepInputs& step, const Candidate& c) {
   Prediction p;
-  const double b = std::max(0.0, c.bytes_per_step);
-  const double last = std::clamp(c.last_bytes, 0.0, b);
-  p.comm_s = c.collectives_per_step * link.latency_s + transfer(link, b, 0);
+  // Per exchange: every step, or one of local SGD's averagings.
+  const double every = std::max(1.0, c.period);
+  const bool local = every > 1;
+  const double b = std::max(0.0, c.bytes_per_step) * every;
+  const double last = local ? b : std::clamp(c.last_bytes, 0.0, b);
+  const double comm = c.collectives_per_step * every * link.latency_s + transfer(link, b, 0);
+  double work = 0, tail = 0;
   if (c.exchange_measured()) {
     const double saved = link.seconds_per_byte - link.burst_seconds_per_byte;
-    p.work_s = std::max(0.0, c.exchange_s - in_burst(link, b, 0) * saved);
-    p.tail_s =
-        std::max(0.0, std::max(0.0, c.last_exchange_s) - in_burst(link, last, b - last) * saved);
+    work = std::max(0.0, c.exchange_s * every - in_burst(link, b, 0) * saved);
+    tail = local ? work
+                 : std::max(0.0, std::max(0.0, c.last_exchange_s) -
+                                     in_burst(link, last, b - last) * saved);
   } else {
-    p.work_s = c.codec_s + p.comm_s;
-    p.tail_s =
-        c.last_codec_s + c.last_collectives * link.latency_s + transfer(link, last, b - last);
+    work = c.codec_s * every + comm;
+    tail = local ? work
+                 : c.last_codec_s + c.last_collectives * link.latency_s +
+                       transfer(link, last, b - last);
   }
-  const double overlap = step.backward_on_host ? 0.0 : step.overlap_s;
-  p.exposed_s = std::max({0.0, p.tail_s, p.work_s - overlap});
+  // Local SGD averages after the update: nothing of backward is left to hide it.
+  const double overlap = step.backward_on_host || local ? 0.0 : step.overlap_s;
+  const double exposed = std::max({0.0, tail, work - overlap});
+  p.comm_s = comm / every;
+  p.work_s = work / every;
+  p.tail_s = tail / every;
+  p.exposed_s = exposed / every;
   const double stepped = step.compute_s + step.update_s + p.exposed_s;
-  const double refill = b * link.seconds_per_byte;
+  const double refill = b * link.seconds_per_byte / every;
   p.link_bound = refill > stepped;
   p.step_s = std::max(stepped, refill);
   return p;
+}
+
+bool may_choose(const Candidate& c, double max_accuracy_drop_points) {
+  if (!c.excluded.empty()) return false;
+  if (c.accuracy_known) return c.accuracy_drop_points <= max_accuracy_drop_points;
+  return c.named;
 }
 
 Choice choose(const Link& link, const StepInputs& step, const std::vector<Candidate>& candidates,

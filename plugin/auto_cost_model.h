@@ -32,6 +32,11 @@ namespace gw::autotune {
 //     have emptied any token bucket, so its bytes went at beta throughout: x_c = X_c - i (beta -
 //     beta0), t_c = X'_c - i' (beta - beta0), with X_c, X'_c the timed exchanges and i, i' the
 //     burst shares of T above.
+// Local SGD at period K (local_sgd) exchanges every parameter after every K-th update, when
+// backward is long over: its exchange is the dense one (b, k, X of the whole exchange, per
+// averaging), all of it exposed, once every K steps:
+//   step_c = max(compute + update + x_c / K,  b_c beta / K)
+// with x_c from the formulas above for b bytes sent at once (the burst applies once per averaging).
 // A real exchange is run where its bytes take at most kTrialExchangeSeconds at beta
 // (plugin/auto_strategy.h): it holds what the model leaves out (the receiving side's checks,
 // merges and decode, and ranks that wait on one another). Then
@@ -40,11 +45,10 @@ namespace gw::autotune {
 // encode and collectives run on the engine thread during it; Note [Buckets in the step]), and the
 // last bucket's exchange starts when backward ends, so nothing hides it. Where backward runs on
 // the host's cores, overlap is taken as 0: backward keeps those cores busy, so the engine
-// thread's encode, checks and decode take turns with it rather than run beside it (the harness
-// measured the exchange's whole time in such steps). The outer max is the
-// bucket's refill: over many steps a link carries at most one step's time at its sustained rate,
-// so a candidate whose bytes fit the burst once does not get it every step unless its step is
-// long enough to refill it.
+// thread's encode, checks and decode take turns with it rather than run beside it. The outer max
+// is the bucket's refill: over many steps a link carries at most one step's time at its sustained
+// rate, so a candidate whose bytes fit the burst once does not get it every step unless its step
+// is long enough to refill it.
 // The choice is the fastest eligible candidate, in the order given (dense first), a later one
 // taking the place of an earlier only when it is faster by more than kMinGain: a tie, or a gain
 // within the measurements' noise, keeps the simpler strategy. Eligible: it can run here, and its
@@ -85,7 +89,10 @@ struct StepInputs {
 };
 
 struct Candidate {
-  std::string name;  // "none", "fp16", "dgc", "topk", "powersgd"
+  std::string name;  // "none", "fp16", "dgc", "topk", "powersgd", "local_sgd"
+  // Steps per exchange: 1, or local SGD's period K, whose one exchange (the parameters, after an
+  // update) every K steps the per-step figures below spread over K steps.
+  double period = 1;
   double bytes_per_step = 0;
   double collectives_per_step = 0;
   double codec_s = 0;
@@ -126,6 +133,10 @@ struct Choice {
   std::vector<Prediction> predictions;  // per candidate
   std::vector<std::string> verdicts;    // per candidate: "chosen", "slower", or why not eligible
 };
+
+// Whether it may be chosen at all: it can run here, and its accuracy cost is known and within
+// the bound or it was named (Note [The auto cost model]).
+bool may_choose(const Candidate& candidate, double max_accuracy_drop_points);
 
 // Throws std::invalid_argument when no candidate is eligible.
 Choice choose(const Link& link, const StepInputs& step, const std::vector<Candidate>& candidates,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <stdexcept>
 #include <thread>
 
@@ -15,26 +16,25 @@ namespace {
 
 namespace keys = config::keys;
 
-// The accuracy cost of each compressor at its defaults, generated from the committed accuracy
+// The accuracy cost of each candidate at its defaults, generated from the committed accuracy
 // reports by tools/results.py (Note [The auto cost model]).
 struct AccuracyEntry {
-  const char* compressor;
-  std::size_t powersgd_rank;  // 0: not powersgd
+  const char* candidate;
+  std::int64_t parameter;  // powersgd's rank, local_sgd's period; 0 for the others
   double drop_points;
   int seeds;
   const char* strategy;
 };
 constexpr AccuracyEntry kAccuracy[] = {
-#define GW_AUTO_ACCURACY(compressor, rank, drop, seeds, strategy) \
-  AccuracyEntry{compressor, rank, drop, seeds, strategy},
+#define GW_AUTO_ACCURACY(candidate, parameter, drop, seeds, strategy) \
+  AccuracyEntry{candidate, parameter, drop, seeds, strategy},
 #include "plugin/auto_accuracy.inc"
 #undef GW_AUTO_ACCURACY
 };
 
-// The candidates, simplest first: a tie keeps the earlier one (Note [The auto cost model]).
-constexpr compressors::Kind kOrder[] = {compressors::Kind::kNone, compressors::Kind::kFp16,
-                                        compressors::Kind::kDgc, compressors::Kind::kTopk,
-                                        compressors::Kind::kPowerSgd};
+// The candidates, simplest first: a tie keeps the earlier one (Note [The auto cost model]). The
+// last, local SGD, only under GRADWIRE_SYNC=auto.
+constexpr const char* kOrder[] = {"none", "fp16", "dgc", "topk", "powersgd", kLocalSgd};
 
 std::vector<std::string> split_names(const std::string& text) {
   std::vector<std::string> out;
@@ -79,8 +79,9 @@ void max_over_ranks(Communicator& comm, std::vector<double>& values,
 }  // namespace
 
 AutoStrategy::AutoStrategy(const config::Config& config, const CompressorSettings& settings,
-                           const Optimizer& inner, const ParameterSet& params)
-    : settings_(settings), momentum_(inner.sgd_momentum()) {
+                           const SyncSettings& sync, const Optimizer& inner,
+                           const ParameterSet& params)
+    : settings_(settings), sync_(sync), momentum_(inner.sgd_momentum()) {
   max_drop_ = config.get_float(keys::kAutoMaxAccuracyDrop);
   check_steps_ = config.get_int(keys::kAutoCheckSteps);
   const std::string& listed = config.get_string(keys::kAutoCandidates);
@@ -88,39 +89,54 @@ AutoStrategy::AutoStrategy(const config::Config& config, const CompressorSetting
   if (!listed.empty()) {
     named = split_names(listed);
     for (const std::string& name : named) {
-      const bool known =
-          std::any_of(std::begin(kOrder), std::end(kOrder),
-                      [&](compressors::Kind k) { return name == compressors::to_string(k); });
+      const bool known = std::any_of(std::begin(kOrder), std::end(kOrder),
+                                     [&](const char* k) { return name == k; });
       if (!known) {
         throw config::ConfigError(std::string(keys::kAutoCandidates) + "=" + listed + ": '" + name +
-                                  "' is no compressor auto can choose; accepted: a comma "
-                                  "list of none, fp16, dgc, topk, powersgd (or empty: all)");
+                                  "' is nothing auto can choose; accepted: a comma list of none, "
+                                  "fp16, dgc, topk, powersgd, local_sgd (or empty: all)");
+      }
+      if (name == kLocalSgd && !sync.automatic) {
+        throw config::ConfigError(std::string(keys::kAutoCandidates) + "=" + listed +
+                                  " names local_sgd, which auto chooses only under " + keys::kSync +
+                                  "=auto (" + keys::kSync + "=" + config.text(keys::kSync) +
+                                  " here)");
       }
     }
   }
   const std::vector<std::size_t> rows = params.rows();
   const bool any_rows = std::any_of(rows.begin(), rows.end(), [](std::size_t r) { return r > 0; });
-  for (compressors::Kind kind : kOrder) {
-    const std::string name = compressors::to_string(kind);
+  for (const char* order : kOrder) {
+    const std::string name = order;
+    const bool local = name == kLocalSgd;
+    if (local && !sync.automatic) continue;
     const bool is_named = std::find(named.begin(), named.end(), name) != named.end();
     if (!named.empty() && !is_named) continue;
     autotune::Candidate c;
     c.name = name;
     c.named = is_named;
-    if (kind == compressors::Kind::kNone) {
+    if (name == "none") {
       c.accuracy_known = true;  // the baseline the others are measured against
     }
-    const std::size_t rank = kind == compressors::Kind::kPowerSgd ? settings.powersgd.rank : 0;
+    const std::int64_t parameter = name == "powersgd"
+                                       ? static_cast<std::int64_t>(settings.powersgd.rank)
+                                   : local ? sync.policy.period
+                                           : 0;
     for (const AccuracyEntry& e : kAccuracy) {
-      if (name == e.compressor && rank == e.powersgd_rank) {
+      if (name == e.candidate && parameter == e.parameter) {
         c.accuracy_known = true;
         c.accuracy_drop_points = e.drop_points;
       }
     }
-    if (kind == compressors::Kind::kDgc && !momentum_) {
+    if (local) c.period = static_cast<double>(sync.policy.period);
+    if (name == "dgc" && !momentum_) {
       c.excluded = "needs an SGD inner optimizer (" + inner.name() + " is not)";
     }
-    if (kind == compressors::Kind::kPowerSgd && !any_rows) {
+    if (local && config.get_string(keys::kGradientReduction) == "sum") {
+      c.excluded = "needs " + std::string(keys::kGradientReduction) +
+                   "=average (local steps use each rank's own gradient)";
+    }
+    if (name == "powersgd" && !any_rows) {
       c.excluded = "no parameter was registered with its rows (ParameterSpec::rows)";
     }
     candidates_.push_back(c);
@@ -148,9 +164,12 @@ AutoStrategy::AutoStrategy(const config::Config& config, const CompressorSetting
 CompressorSettings AutoStrategy::settings_for(const std::string& name) const {
   CompressorSettings s = settings_;
   s.automatic = false;
-  s.kind = compressors::parse_kind(name);
+  // Local SGD averages the parameters in fp32 (Note [Parameter averaging wire]): no compressor.
+  s.kind = name == kLocalSgd ? compressors::Kind::kNone : compressors::parse_kind(name);
   return s;
 }
+
+bool AutoStrategy::chose_local_sgd() const { return decision_ && decision_->chosen == kLocalSgd; }
 
 void AutoStrategy::started() {
   started_ = Clock::now();
@@ -168,7 +187,8 @@ void AutoStrategy::gradients_ready() { ready_ = Clock::now(); }
 
 void AutoStrategy::update_done(double seconds) { update_s_ = seconds; }
 
-void AutoStrategy::step_ended(const Logger& log) {
+void AutoStrategy::step_ended(Communicator& comm, const kernels::Stream& stream,
+                              const Logger& log) {
   const Clock::time_point now = Clock::now();
   if (decision_ && !decision_->checked && decision_->how != kRestored) {
     // The step that decided is left out: it ran the probes and trials.
@@ -184,16 +204,26 @@ void AutoStrategy::step_ended(const Logger& log) {
     if (static_cast<std::int64_t>(interval_.size()) >= check_steps_) {
       AutoDecision& d = *decision_;
       d.check_steps = static_cast<std::int64_t>(interval_.size());
-      d.check_inputs.compute_s = median(compute_);
-      d.check_inputs.update_s = median(update_);
-      d.check_inputs.overlap_s = median(overlap_);
+      // Local SGD's step is long once every K: the mean holds it, the median would not.
+      const bool local = d.candidates[d.choice.chosen].period > 1;
+      // The slowest rank's, as at the decision: every rank reaches this step together.
+      std::vector<double> medians = {
+          median(compute_), median(update_), median(overlap_),
+          local ? std::accumulate(interval_.begin(), interval_.end(), 0.0) /
+                      static_cast<double>(interval_.size())
+                : median(interval_)};
+      if (comm.size() > 1) max_over_ranks(comm, medians, stream);
+      d.check_inputs.compute_s = medians[0];
+      d.check_inputs.update_s = medians[1];
+      d.check_inputs.overlap_s = medians[2];
       d.check_inputs.backward_on_host = d.inputs.backward_on_host;
+      d.measured_step_s = medians[3];
       d.predicted_step_s =
           autotune::predict(d.link, d.check_inputs, d.candidates[d.choice.chosen]).step_s;
-      d.measured_step_s = median(interval_);
       d.checked = true;
       log.log(LogLevel::kInfo,
-              "auto: %s over the %lld steps after the decision (medians): compute %.2f ms, "
+              "auto: %s over the %lld steps after the decision (medians, the slowest rank's): "
+              "compute %.2f ms, "
               "update %.2f ms, overlap %.2f ms; step %.2f ms measured, %.2f ms predicted "
               "(%+.1f%%)",
               d.chosen.c_str(), static_cast<long long>(d.check_steps),
@@ -341,11 +371,14 @@ CompressorSettings AutoStrategy::decide(CountingCommunicator& comm, const Parame
       BucketExchange exchange;
       std::vector<ExchangeTrial> trials(views.size());
       std::vector<std::vector<double>> codec(views.size());
-      for (int pass = 0; pass <= kTrialPasses; ++pass) {
+      // One that may not be chosen is measured once, for its report line.
+      const bool eligible = autotune::may_choose(c, max_drop_);
+      const int first = eligible ? 1 : 0, passes = eligible ? kTrialPasses : 1;
+      for (int pass = 0; pass < first + passes; ++pass) {
         kernels::copy_bytes(copy, gradients, params.numel() * sizeof(float), stream);
         for (std::size_t b = 0; b < views.size(); ++b) {
           trials[b] = exchange.trial(*trial, views[b], n);
-          if (pass > 0) codec[b].push_back(trials[b].codec_seconds);
+          if (pass >= first) codec[b].push_back(trials[b].codec_seconds);
         }
       }
       double calls = 0;
@@ -363,7 +396,8 @@ CompressorSettings AutoStrategy::decide(CountingCommunicator& comm, const Parame
         }
       }
       c.collectives_per_step = calls;
-      if (measured.bytes_per_step[i] * d.link.seconds_per_byte <= kTrialExchangeSeconds) {
+      if (eligible &&
+          measured.bytes_per_step[i] * d.link.seconds_per_byte <= kTrialExchangeSeconds) {
         run_exchange[i] = 1;
       }
     }
@@ -426,6 +460,17 @@ CompressorSettings AutoStrategy::decide(CountingCommunicator& comm, const Parame
     c.last_bytes = at(3);
     c.exchange_s = at(4);
     c.last_exchange_s = at(5);
+  }
+  for (autotune::Candidate& c : d.candidates) {
+    if (c.period <= 1) continue;
+    // Local SGD: what was measured for one averaging, spread over its period.
+    for (double* x : {&c.bytes_per_step, &c.collectives_per_step, &c.codec_s, &c.last_bytes,
+                      &c.last_collectives, &c.last_codec_s})
+      *x /= c.period;
+    if (c.exchange_measured()) {
+      c.exchange_s /= c.period;
+      c.last_exchange_s /= c.period;
+    }
   }
   d.choice = autotune::choose(d.link, d.inputs, d.candidates, max_drop_);
   if (n > 1) {

@@ -1,6 +1,7 @@
 // GRADWIRE_COMPRESSOR=auto: at the first step, measures the link (probe allreduces), the compute
-// (the program's first forward and backward) and each candidate compressor's bytes and local work
-// (trial encodes of the first gradients), predicts each candidate's step time
+// (the program's first forward and backward) and each candidate compressor's bytes and work
+// (trial encodes and exchanges of the first gradients; under GRADWIRE_SYNC=auto local SGD too),
+// predicts each candidate's step time
 // (Note [The auto cost model], plugin/auto_cost_model.h), and has every rank take rank 0's choice.
 // Afterwards it checks the prediction against the steps that follow.
 #pragma once
@@ -20,6 +21,7 @@
 #include "plugin/logger.h"
 #include "plugin/optimizer.h"
 #include "plugin/parameter_set.h"
+#include "plugin/sync_settings.h"
 
 namespace gw {
 
@@ -41,8 +43,10 @@ namespace gw {
 //  - each candidate, on a copy of step 0's gradients: a trial compressor at its steady state
 //    (past its warm-up) encodes every bucket (BucketExchange::trial), which gives its bytes and
 //    collectives per step and its local work (once untimed, as the first pass pays for
-//    allocating and touching its buffers, then the median of kTrialPasses).
-//  - each candidate whose bytes take at most kTrialExchangeSeconds at the sustained rate: a fresh
+//    allocating and touching its buffers, then the median of kTrialPasses; a candidate that may
+//    not be chosen, over the accuracy bound, once, for its report line).
+//  - each candidate that may be chosen and whose bytes take at most kTrialExchangeSeconds at the
+//    sustained rate: a fresh
 //    trial compressor exchanges every bucket of a copy for real (control traffic), once untimed
 //    and then kTrialExchanges times, each after a barrier; each bucket's median. This holds what
 //    the model cannot price from bytes: the receiving side's checks, merges and decode, and the
@@ -51,16 +55,18 @@ namespace gw {
 // The ranks take the maximum of every input (a synchronous step waits for its slowest rank),
 // rank 0 decides and broadcasts the choice (8 bytes), and each rank builds the chosen compressor.
 // Step 0's compute includes first-touch costs, so the report also re-measures the inputs over the
-// GRADWIRE_AUTO_CHECK_STEPS steps after the decision (medians) and compares the chosen
-// candidate's prediction from them with the median step it measured: the model's error. It does
+// GRADWIRE_AUTO_CHECK_STEPS steps after the decision (medians, the slowest rank's) and compares
+// the chosen candidate's prediction from them with the median step it measured (the mean for
+// local SGD, whose averaging lengthens one step in K): the model's error. It does
 // not decide again: a switch would throw away a compressor's residuals and momentum.
 inline constexpr int kLatencyProbes = 5;
 inline constexpr std::size_t kFirstProbeFloats = 4096;  // 16 KiB
 inline constexpr double kProbeSeconds = 0.06;
 inline constexpr double kRefillSeconds = 0.06;
+inline constexpr char kLocalSgd[] = "local_sgd";  // the candidate GRADWIRE_SYNC=auto adds
 inline constexpr int kTrialPasses = 3;
 inline constexpr int kTrialExchanges = 3;
-inline constexpr double kTrialExchangeSeconds = 0.05;
+inline constexpr double kTrialExchangeSeconds = 0.02;
 
 // What auto measured and chose, the same on every rank (the report's "auto" entry).
 struct AutoDecision {
@@ -83,7 +89,7 @@ struct AutoDecision {
   bool checked = false;
   autotune::StepInputs check_inputs;  // medians over those steps
   double predicted_step_s = 0;        // the chosen candidate's prediction from check_inputs
-  double measured_step_s = 0;         // the median step, end to end
+  double measured_step_s = 0;         // the median step (local SGD: the mean), end to end
 };
 
 class AutoStrategy {
@@ -91,9 +97,12 @@ class AutoStrategy {
   // Reads GRADWIRE_AUTO_* and lists the candidates; throws config::ConfigError (before anything
   // is sent) for an unknown name or when none could be chosen.
   AutoStrategy(const config::Config& config, const CompressorSettings& settings,
-               const Optimizer& inner, const ParameterSet& params);
+               const SyncSettings& sync, const Optimizer& inner, const ParameterSet& params);
 
   bool decided() const { return decision_.has_value(); }
+  // It chose local SGD: the optimizer switches to local_sgd_settings() (and no compressor).
+  bool chose_local_sgd() const;
+  SyncSettings local_sgd_settings() const { return sync_.local_sgd(); }
   const AutoDecision* decision() const { return decision_ ? &*decision_ : nullptr; }
 
   // Timing hooks from the optimizer's step (steady clock).
@@ -102,7 +111,8 @@ class AutoStrategy {
   void gradients_ready();  // step() collects the gradients
   void update_done(double seconds);
   // `log`: where the check's one line goes (rank 0's logger; others pass a silent one).
-  void step_ended(const Logger& log);
+  // Collective once, at the check's last step (every rank reaches it together).
+  void step_ended(Communicator& comm, const kernels::Stream& stream, const Logger& log);
 
   // Collective, at step 0 with the engine idle: measures, decides, and returns the settings to
   // build the compressor with. `gradients`: the flat gradient buffer (read, not changed).
@@ -116,7 +126,7 @@ class AutoStrategy {
   struct Measured {
     autotune::StepInputs step;
     // Per candidate (Note [The auto cost model]); exchange_s and last_exchange_s negative where
-    // no real exchange ran.
+    // no real exchange ran; local_sgd's for one averaging (decide() spreads them over K steps).
     std::vector<double> codec_s, bytes_per_step, last_codec_s, last_bytes, exchange_s,
         last_exchange_s;
   };
@@ -128,6 +138,7 @@ class AutoStrategy {
   void log_decision(const Logger& log) const;
 
   CompressorSettings settings_;
+  SyncSettings sync_;
   std::optional<SgdMomentum> momentum_;
   std::vector<autotune::Candidate> candidates_;
   double max_drop_ = 0;

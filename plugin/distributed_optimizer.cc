@@ -65,7 +65,7 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<CountingCommunicator>
 
   if (compression.automatic) {
     // Until step 0 decides (Note [Choosing at the first step]), a compressor that keeps no state.
-    auto_ = std::make_unique<AutoStrategy>(config_, compression, *inner_, params_);
+    auto_ = std::make_unique<AutoStrategy>(config_, compression, sync, *inner_, params_);
     auto_->inject_measurements = options.inject_auto_measurements;
   }
   install_compressor(compression);
@@ -106,7 +106,15 @@ void DistributedOptimizer::decide_auto() {
   const CompressorSettings chosen = auto_->decide(*comm_, params_, plan_, params_.gradients(),
                                                   steps_, comm_->rank() == 0 ? log_ : silent);
   install_compressor(chosen);
+  if (auto_->chose_local_sgd()) switch_to_local_sgd();
   bytes_at_warmup_end_ = comm_->counters()[TrafficKind::kGradient].sent_bytes;
+}
+
+void DistributedOptimizer::switch_to_local_sgd() {
+  // Nothing was averaged or exchanged yet: the policy starts from step 0 as a fixed one would.
+  local_sgd_ = std::make_unique<LocalSgdAveraging>(auto_->local_sgd_settings(),
+                                                   /*fp16_deltas=*/false, *comm_, *inner_, params_,
+                                                   plan_, comm_stream_);
 }
 
 void DistributedOptimizer::log_startup(double threshold_mib) const {
@@ -332,10 +340,13 @@ void DistributedOptimizer::collect_gradients() {
     g.overflow = g.job_overflow;  // checked after the exchange, the same bits on every rank
   } else if (g.auto_pending) {
     decide_auto();
-    compressor_->begin_step(steps_);
-    g.job = Job::kExchange;
-    launch_all();
-    wait_engine();
+    g.exchanging = local_sgd_->exchanges_gradients(steps_);
+    if (g.exchanging) {
+      compressor_->begin_step(steps_);
+      g.job = Job::kExchange;
+      launch_all();
+      wait_engine();
+    }
   }
   // Every job has synchronised the communication stream: the events are complete.
   last_exchange_ms_ = g.job == Job::kExchange && exchange_timed_
@@ -422,7 +433,10 @@ void DistributedOptimizer::step() {
   const std::int64_t step = steps_++;
   timeline_.record_step(step, wait_begin, wait_end, update_end, skip);
   facts_ = StepFacts{};
-  if (auto_) auto_->step_ended(comm_->rank() == 0 ? log_ : Logger(LogLevel::kError, 0));
+  if (auto_) {
+    auto_->step_ended(*comm_, params_.stream(),
+                      comm_->rank() == 0 ? log_ : Logger(LogLevel::kError, 0));
+  }
 }
 
 void DistributedOptimizer::count_compression() {
@@ -485,6 +499,7 @@ void DistributedOptimizer::load_state(std::istream& in) {
     if (chosen != "-") {
       if (!auto_->decided()) {
         install_compressor(auto_->restore(chosen, step));
+        if (auto_->chose_local_sgd()) switch_to_local_sgd();  // before its state is read
       } else if (auto_->decision()->chosen != chosen) {
         throw std::runtime_error("optimizer state: auto chose " + chosen + ", this run " +
                                  auto_->decision()->chosen);

@@ -266,6 +266,8 @@ class DistributedOptimizer {
   void install_compressor(const CompressorSettings& settings);
   // auto at step 0 (Note [Choosing at the first step]): measure, decide, build the compressor.
   void decide_auto();
+  // auto chose local SGD: the sync policy becomes local_sgd at GRADWIRE_LOCAL_SGD_K.
+  void switch_to_local_sgd();
 
   std::shared_ptr<CountingCommunicator> comm_;
   std::unique_ptr<Optimizer> inner_;

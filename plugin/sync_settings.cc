@@ -25,7 +25,8 @@ std::string setting(const config::Config& config, const char* key) {
 SyncSettings read_sync_settings(const config::Config& config) {
   SyncSettings s;
   const std::string sync = config.get_string(keys::kSync);
-  s.policy.mode = sync_policies::parse_sync_mode(sync);
+  s.automatic = sync == "auto";
+  s.policy.mode = s.automatic ? SyncMode::kEveryStep : sync_policies::parse_sync_mode(sync);
   s.policy.period = config.get_int(keys::kLocalSgdK);
   s.policy.begin_step = config.get_int(keys::kLocalSgdBeginStep);
   s.policy.initial_period = config.get_int(keys::kAdaptiveInitK);
@@ -41,19 +42,33 @@ SyncSettings read_sync_settings(const config::Config& config) {
     const char* policies;
   };
   const Applies applies[] = {
-      {keys::kLocalSgdK, {SyncMode::kLocalSgd, SyncMode::kPostLocalSgd},
-       "local_sgd and post_local_sgd (adaptive_local_sgd starts from GRADWIRE_ADAPTIVE_INIT_K)"},
-      {keys::kLocalSgdBeginStep, {SyncMode::kPostLocalSgd, SyncMode::kAdaptiveLocalSgd},
+      {keys::kLocalSgdK,
+       {SyncMode::kLocalSgd, SyncMode::kPostLocalSgd},
+       "local_sgd, post_local_sgd and auto (adaptive_local_sgd starts from "
+       "GRADWIRE_ADAPTIVE_INIT_K)"},
+      {keys::kLocalSgdBeginStep,
+       {SyncMode::kPostLocalSgd, SyncMode::kAdaptiveLocalSgd},
        "post_local_sgd and adaptive_local_sgd (local_sgd is local from step 0)"},
       {keys::kAdaptiveInitK, {SyncMode::kAdaptiveLocalSgd}, "adaptive_local_sgd"},
       {keys::kAdaptiveMaxK, {SyncMode::kAdaptiveLocalSgd}, "adaptive_local_sgd"},
       {keys::kLocalSgdAverageState,
        {SyncMode::kLocalSgd, SyncMode::kPostLocalSgd, SyncMode::kAdaptiveLocalSgd},
-       "local_sgd, post_local_sgd and adaptive_local_sgd"},
+       "local_sgd, post_local_sgd, adaptive_local_sgd and auto"},
   };
+  if (s.automatic && config.get_string(keys::kCompressor) != "auto") {
+    throw config::ConfigError(current + " lets " + keys::kCompressor +
+                              "=auto choose local_sgd as well as a compressor, and " +
+                              setting(config, keys::kCompressor) + " chooses nothing. Set " +
+                              keys::kCompressor + "=auto, or name a " + keys::kSync);
+  }
   for (const Applies& a : applies) {
     bool applies_here = false;
     for (SyncMode m : a.modes) applies_here = applies_here || m == mode;
+    // auto's local_sgd candidate runs at GRADWIRE_LOCAL_SGD_K (and averages the state as set).
+    if (s.automatic) {
+      applies_here =
+          applies_here || a.key == keys::kLocalSgdK || a.key == keys::kLocalSgdAverageState;
+    }
     if (is_set(config, a.key) && !applies_here) {
       throw config::ConfigError(setting(config, a.key) + " has no effect under " + current +
                                 ": it applies to " + a.policies + ". Set " + keys::kSync +
@@ -64,7 +79,8 @@ SyncSettings read_sync_settings(const config::Config& config) {
     throw config::ConfigError(
         current + " runs synchronous SGD until " + keys::kLocalSgdBeginStep +
         " and local SGD from there, so it needs that step (>= 1; Lin et al. switch at the first "
-        "learning-rate decay); from step 0 on it would be " + keys::kSync + "=local_sgd");
+        "learning-rate decay); from step 0 on it would be " +
+        keys::kSync + "=local_sgd");
   }
   if (mode == SyncMode::kAdaptiveLocalSgd && s.policy.initial_period > s.policy.max_period) {
     throw config::ConfigError(setting(config, keys::kAdaptiveInitK) + " exceeds " +
@@ -77,7 +93,9 @@ SyncSettings read_sync_settings(const config::Config& config) {
       throw config::ConfigError(
           current + " cannot be combined with " + setting(config, keys::kCompressor) +
           ": auto chooses how gradients travel at every step, and local SGD exchanges parameters "
-          "instead. Use " + keys::kCompressor + "=none or fp16 (fp16 sends the parameters as "
+          "instead. Use " +
+          keys::kCompressor +
+          "=none or fp16 (fp16 sends the parameters as "
           "fp16 deltas)");
     }
     if (compressors::keeps_residuals(compressors::parse_kind(compressor))) {
@@ -94,9 +112,18 @@ SyncSettings read_sync_settings(const config::Config& config) {
           current + " cannot be combined with " + setting(config, keys::kGradientReduction) +
           ": local steps use each rank's own gradient and parameter averaging averages, so a "
           "summed gradient would change the step size by the world size between synchronous "
-          "and local steps. Use " + keys::kGradientReduction + "=average");
+          "and local steps. Use " +
+          keys::kGradientReduction + "=average");
     }
   }
+  return s;
+}
+
+SyncSettings SyncSettings::local_sgd() const {
+  SyncSettings s = *this;
+  s.automatic = false;
+  s.policy.mode = SyncMode::kLocalSgd;
+  s.policy.begin_step = 0;
   return s;
 }
 

@@ -11,6 +11,12 @@ namespace gw {
 struct SyncSettings {
   sync_policies::SyncOptions policy;
   bool average_state = false;  // GRADWIRE_LOCAL_SGD_AVERAGE_STATE
+  // GRADWIRE_SYNC=auto: every_step (policy) until auto decides; local_sgd at policy.period is
+  // one of its candidates (local_sgd()).
+  bool automatic = false;
+
+  // This run's local_sgd at its GRADWIRE_LOCAL_SGD_K.
+  SyncSettings local_sgd() const;
 };
 
 // Throws config::ConfigError naming the variables when:
@@ -19,6 +25,7 @@ struct SyncSettings {
 //   would be the worst outcome);
 // - post_local_sgd has no GRADWIRE_LOCAL_SGD_BEGIN_STEP, or local_sgd has one;
 // - GRADWIRE_ADAPTIVE_INIT_K exceeds GRADWIRE_ADAPTIVE_MAX_K;
+// - GRADWIRE_SYNC=auto without GRADWIRE_COMPRESSOR=auto (the choice is one, of both);
 // - a local policy meets GRADWIRE_COMPRESSOR=topk or dgc (they compress gradient exchanges and
 //   keep per-step residuals or momentum, which local steps would leave stale; local SGD averages
 //   parameters, and fp16 sends those as fp16 deltas), or GRADWIRE_GRADIENT_REDUCTION=sum (local

@@ -611,19 +611,30 @@ def render_auto(runs):
                     f"{1e3 * au['predicted_step_seconds']:.1f} ms, against the run's mean "
                     f"training step {1e3 * au['mean_step_seconds']:.1f} ms "
                     f"({100 * au['prediction_error']:+.0f}%).")
+        if au.get("check_error") is not None:
+            out[-1] += (f" Against the median of the {1e3 * au['measured_median_step_seconds']:.1f}"
+                        f" ms steps it was re-measured over: {100 * au['check_error']:+.0f}%.")
     rows = []
+    timed = au.get("exchange_timed") or {}
+    with_how = any(v is not None for v in timed.values())
     for name, predicted in au["candidates"].items():
-        # The fixed strategy that is this candidate at its defaults: dense is none.
-        fixed_name = "dense" if name == "none" else name
+        # The fixed strategy that is this candidate at its defaults: dense is none, local SGD at
+        # period K local_sgd_kK.
+        fixed_name = "dense" if name == "none" else \
+            f"local_sgd_k{au.get('local_sgd_period')}" if name == "local_sgd" else name
         measured = next((x for x in runs if x["strategy"] == fixed_name), None)
         step = measured["train_seconds"] / measured["steps"] if measured and \
             measured["steps"] else None
-        rows.append([name, f"{1e3 * predicted:.1f}",
-                     f"`{measured['strategy']}`: {1e3 * step:.1f}" if step else "-",
-                     f"{100 * (predicted / step - 1):+.0f}%" if step else "-"])
+        row = [name, f"{1e3 * predicted:.1f}"]
+        if with_how:
+            row.append("timed" if timed.get(name) else "modelled")
+        rows.append(row + [f"`{measured['strategy']}`: {1e3 * step:.1f}" if step else "-",
+                           f"{100 * (predicted / step - 1):+.0f}%" if step else "-"])
     out += ["", "Its predictions at step 0 (step 0's compute) against the fixed runs' mean "
-            "training steps:", ""]
-    out += table(["candidate", "predicted ms/step", "fixed run: measured ms/step", "error"], rows)
+            "training steps" + ("; exchange: run and timed at the decision, or modelled from its "
+                                "bytes (Note [The auto cost model])" if with_how else "") + ":", ""]
+    out += table(["candidate", "predicted ms/step"] + (["exchange"] if with_how else []) +
+                 ["fixed run: measured ms/step", "error"], rows)
     return out
 
 
@@ -820,23 +831,31 @@ def outputs():
 
 
 def auto_accuracy(a):
-    """The accuracy cost of each compressor at its defaults, for GRADWIRE_COMPRESSOR=auto
+    """The accuracy cost of each candidate at its defaults, for GRADWIRE_COMPRESSOR=auto
     (Note [The auto cost model]): every strategy that sets only GRADWIRE_COMPRESSOR (and
-    powersgd's rank) and has reports, its mean final accuracy against dense's over its seeds."""
+    powersgd's rank), or only local SGD and its period, and has reports, its mean final accuracy
+    against dense's over its seeds."""
     lines = ["// " + GENERATED.format(FROM_REPORTS)[5:-4],
-             "// GW_AUTO_ACCURACY(compressor, powersgd rank or 0, drop in points vs dense, seeds,",
-             "//                  strategy): the mean final test accuracy dense's runs reached",
-             "// minus the strategy's, over the same seeds (the accuracy runs of",
-             "// benchmarks/strategies.json: 4 ranks, the MLP, 3 epochs). An X-macro list."]
+             "// GW_AUTO_ACCURACY(candidate, powersgd's rank or local_sgd's period or 0, drop in",
+             "//                  points vs dense, seeds, strategy): the mean final test accuracy",
+             "// dense's runs reached minus the strategy's, over the same seeds (the accuracy runs",
+             "// of benchmarks/strategies.json: 4 ranks, the MLP, 3 epochs). An X-macro list."]
     for s in a.strategies:
-        keys = set(s.env) - {"GRADWIRE_POWERSGD_RANK"}
-        if s.reports is None or s is a.base or keys != {"GRADWIRE_COMPRESSOR"}:
+        if s.reports is None or s is a.base:
             continue
-        compressor = s.env["GRADWIRE_COMPRESSOR"]
-        if compressor == "auto":
-            continue  # it chooses among the others
-        rank = int(s.env.get("GRADWIRE_POWERSGD_RANK", "1")) if compressor == "powersgd" else 0
-        lines.append(f'GW_AUTO_ACCURACY("{compressor}", {rank}, {100 * a.drop(s):.2f}, '
+        keys = set(s.env)
+        if keys - {"GRADWIRE_POWERSGD_RANK"} == {"GRADWIRE_COMPRESSOR"}:
+            candidate = s.env["GRADWIRE_COMPRESSOR"]
+            if candidate == "auto":
+                continue  # it chooses among the others
+            parameter = int(s.env.get("GRADWIRE_POWERSGD_RANK", "1")) \
+                if candidate == "powersgd" else 0
+        elif keys == {"GRADWIRE_SYNC", "GRADWIRE_LOCAL_SGD_K"} and \
+                s.env["GRADWIRE_SYNC"] == "local_sgd":
+            candidate, parameter = "local_sgd", int(s.env["GRADWIRE_LOCAL_SGD_K"])
+        else:
+            continue
+        lines.append(f'GW_AUTO_ACCURACY("{candidate}", {parameter}, {100 * a.drop(s):.2f}, '
                      f'{len(s.reports)}, "{s.name}")')
     return "\n".join(lines) + "\n"
 

@@ -167,10 +167,20 @@ def auto_entry(r):
         "predicted_at_decision_seconds": chosen["predicted_step_seconds"],
         "predicted_step_seconds": predicted,
         "measured_median_step_seconds": check["measured_step_seconds"] if check else None,
+        # The same prediction against the median of the steps it was re-measured over.
+        "check_error": check["error"] if check else None,
         "mean_step_seconds": mean_step,
         # The report's prediction against the trainer's mean training step (evaluation excluded).
         "prediction_error": predicted / mean_step - 1 if predicted and mean_step else None,
         "candidates": {c["name"]: c["predicted_step_seconds"] for c in a["candidates"]},
+        # local_sgd's period (GRADWIRE_LOCAL_SGD_K), where it was a candidate.
+        "local_sgd_period": next((int(c["period"]) for c in a["candidates"]
+                                  if c["name"] == "local_sgd" and "period" in c), None),
+        # Whether each candidate's exchange was run and timed at the decision, or modelled from
+        # its bytes (reports before the timed exchange have no such field: None).
+        "exchange_timed": {c["name"]: (c["exchange_timed_seconds"] is not None
+                                       if "exchange_timed_seconds" in c else None)
+                           for c in a["candidates"]},
     }
 
 

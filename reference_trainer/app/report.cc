@@ -137,6 +137,7 @@ nlohmann::json auto_json(const std::optional<AutoDecision>& decision) {
     const autotune::Prediction p = predicted ? d.choice.predictions[i] : autotune::Prediction{};
     candidates.push_back(
         {{"name", c.name},
+         {"period", c.period},
          {"bytes_per_step", c.bytes_per_step},
          {"collectives_per_step", c.collectives_per_step},
          {"codec_seconds", c.codec_s},

@@ -166,6 +166,33 @@ TEST(AutoCostModel, ATimedExchangeReplacesTheModelAndGetsTheBurstBack) {
   EXPECT_DOUBLE_EQ(q.step_s, 5000 * 1e-6);  // the refill still bounds it
 }
 
+TEST(AutoCostModel, LocalSgdPaysOneWholeExposedExchangeEveryPeriod) {
+  const Link l = burst_link();
+  // Per step, as the strategy hands them over: one averaging's 8000 bytes, 2 collectives and
+  // 40 ms spread over 4 steps.
+  Candidate c = candidate("local_sgd", 2000, 0.5, 0.0);
+  c.period = 4;
+  const StepInputs s{0.010, 0.002, 1.0};  // a second of overlap: it hides nothing after update
+  const Prediction modelled = predict(l, s, c);
+  const double once = 2 * 1e-3 + 1000 * 1e-8 + 7000 * 1e-6;  // the burst once per averaging
+  EXPECT_DOUBLE_EQ(modelled.comm_s, once / 4);
+  EXPECT_DOUBLE_EQ(modelled.exposed_s, once / 4);
+  EXPECT_DOUBLE_EQ(modelled.step_s, 0.012 + once / 4);
+  c.exchange_s = 0.040 / 4;
+  const Prediction timed = predict(l, s, c);
+  EXPECT_DOUBLE_EQ(timed.exposed_s, (0.040 - 1000 * (1e-6 - 1e-8)) / 4);
+  // Against a synchronous candidate of the same exchange every step, at 4 times the bytes.
+  Candidate every = candidate("none", 8000, 2, 0.0);
+  every.exchange_s = 0.040;
+  every.last_exchange_s = 0.040;
+  every.last_bytes = 8000;
+  const Choice choice = choose(l, s, {every, c}, 0.5);
+  EXPECT_EQ(choice.chosen, 1u);
+  // The refill: 2000 bytes a step at the sustained rate bound a step of no compute.
+  c.exchange_s = 0;
+  EXPECT_DOUBLE_EQ(predict(l, StepInputs{}, c).step_s, 2000 * 1e-6);
+}
+
 TEST(AutoCostModel, OrderingFollowsTheFormulasAcrossRates) {
   const StepInputs s{0.010, 0.001, 0.002};
   // At 10 and 100 Mbit/s the bytes decide: dgc; powersgd would be close but is out of bounds.

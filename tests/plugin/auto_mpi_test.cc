@@ -307,7 +307,7 @@ TEST(Auto, RefusesWhatItCannotChooseBeforeAnythingIsSent) {
     }
   };
   refused({{keys::kCompressor, "auto"}, {keys::kAutoCandidates, "dgc,zip"}},
-          "'zip' is no compressor auto can choose");
+          "'zip' is nothing auto can choose");
   // The model registers no rows, so powersgd cannot run; topk lost more than the bound.
   refused({{keys::kCompressor, "auto"}, {keys::kAutoCandidates, "powersgd"}},
           "powersgd: no parameter was registered with its rows");
@@ -316,6 +316,81 @@ TEST(Auto, RefusesWhatItCannotChooseBeforeAnythingIsSent) {
   refused({{keys::kCompressor, "auto"}, {keys::kAmp, "1"}}, "GRADWIRE_AMP=1");
   refused({{keys::kCompressor, "auto"}, {keys::kSync, "local_sgd"}},
           "GRADWIRE_SYNC=local_sgd cannot be combined with GRADWIRE_COMPRESSOR=auto");
+  // Local SGD is a candidate only when the sync policy is auto's to choose too.
+  refused({{keys::kCompressor, "auto"}, {keys::kAutoCandidates, "none,local_sgd"}},
+          "names local_sgd, which auto chooses only under GRADWIRE_SYNC=auto");
+  refused({{keys::kCompressor, "dgc"}, {keys::kSync, "auto"}},
+          "GRADWIRE_SYNC=auto lets GRADWIRE_COMPRESSOR=auto choose local_sgd");
+  refused({{keys::kCompressor, "auto"}, {keys::kSync, "auto"}, {keys::kLocalSgdBeginStep, "5"}},
+          "GRADWIRE_LOCAL_SGD_BEGIN_STEP=5 has no effect under GRADWIRE_SYNC=auto");
+}
+
+TEST(Auto, UnderSyncAutoLocalSgdIsACandidateAndRunsExactlyAsTheFixedOne) {
+  const auto comm = world();
+  const int rank = comm->rank();
+  const auto options = [] {
+    auto o = settings({{keys::kCompressor, "auto"},
+                       {keys::kSync, "auto"},
+                       {keys::kLocalSgdK, "4"},
+                       {keys::kAutoCandidates, "none,local_sgd"}});
+    // One exchange of the parameters costs what one of the gradients does, 10 s; local SGD pays
+    // it every 4th step only.
+    o.inject_auto_measurements = [](AutoStrategy::Measured& m) {
+      m.step = {};
+      m.codec_s.assign(2, 0.0);
+      m.bytes_per_step.assign(2, 1e3);
+      m.last_codec_s.assign(2, 0.0);
+      m.last_bytes.assign(2, 5e2);
+      m.exchange_s.assign(2, 10.0);
+      m.last_exchange_s.assign(2, 5.0);
+    };
+    return o;
+  };
+  Model fixed_model, auto_model, resumed_model;
+  DistributedOptimizer fixed(comm, momentum_sgd(), fixed_model.specs(),
+                             settings({{keys::kSync, "local_sgd"}, {keys::kLocalSgdK, "4"}}));
+  DistributedOptimizer chosen(comm, momentum_sgd(), auto_model.specs(), options());
+  std::stringstream state;
+  std::vector<float> at_save;
+  for (int step = 0; step < 12; ++step) {
+    fixed_model.gradients(fixed, rank, step);
+    fixed.step();
+    auto_model.gradients(chosen, rank, step);
+    chosen.step();
+    if (step == 5) {  // between two averagings (after steps 3 and 7)
+      chosen.save_state(state);
+      at_save = auto_model.flat();
+    }
+  }
+  const AutoDecision& d = *chosen.auto_decision();
+  EXPECT_EQ(d.chosen, "local_sgd");
+  const autotune::Candidate& local = d.candidates[index_of(d, "local_sgd")];
+  EXPECT_EQ(local.period, 4.0);
+  EXPECT_DOUBLE_EQ(local.exchange_s, 2.5);  // one averaging's 10 s over 4 steps
+  // Within what a token bucket's burst could give back of 1 kB.
+  EXPECT_NEAR(d.choice.predictions[index_of(d, "local_sgd")].step_s, 2.5, 1e-3);
+  EXPECT_NEAR(d.choice.predictions[index_of(d, "none")].step_s, 10.0, 1e-3);
+  EXPECT_EQ(chosen.sync_policy().name(), fixed.sync_policy().name());
+  EXPECT_EQ(chosen.compression_stats().compressor, "none");
+  EXPECT_EQ(auto_model.flat(), fixed_model.flat());  // bit for bit
+  EXPECT_EQ(chosen.sync_stats().parameter_exchanges, 3);
+  EXPECT_EQ(chosen.sync_stats().gradient_exchanges, 0);
+  EXPECT_EQ(chosen.communicator().counters()[TrafficKind::kGradient].sent_bytes, 0u);
+  EXPECT_EQ(chosen.communicator().counters()[TrafficKind::kParameter].sent_bytes,
+            fixed.communicator().counters()[TrafficKind::kParameter].sent_bytes);
+  // A checkpoint between two averagings resumes local SGD where it was.
+  resumed_model.set(at_save);
+  auto resumed_options = options();
+  resumed_options.config.set(keys::kBroadcastParameters, "0");
+  DistributedOptimizer resumed(comm, momentum_sgd(), resumed_model.specs(), resumed_options);
+  resumed.load_state(state);
+  EXPECT_EQ(resumed.auto_decision()->chosen, "local_sgd");
+  for (int step = 6; step < 12; ++step) {
+    resumed_model.gradients(resumed, rank, step);
+    resumed.step();
+  }
+  EXPECT_EQ(resumed_model.flat(), auto_model.flat());
+  EXPECT_EQ(resumed.sync_stats().parameter_exchanges, 2);  // after steps 7 and 11
 }
 
 }  // namespace
