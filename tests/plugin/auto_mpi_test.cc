@@ -49,8 +49,10 @@ TEST(Auto, EveryRankTakesTheSameChoiceWhateverItMeasured) {
   options.inject_auto_measurements = [rank](AutoStrategy::Measured& m) {
     m.step.compute_s = 0.001 * (rank + 1);
     m.step.overlap_s = 0.0;
-    m.bytes_per_step = {8e6, 4e6, 1e4};
-    m.codec_s = {0.0, rank == 2 || rank == 3 ? 10.0 : 0.001, rank == 1 || rank == 3 ? 10.0 : 0.001};
+    // Bytes and a slow codec far beyond what any link the probes find could change: 8 GB and
+    // 4 GB a step, a codec of 1e6 s.
+    m.bytes_per_step = {8e9, 4e9, 1e4};
+    m.codec_s = {0.0, rank == 2 || rank == 3 ? 1e6 : 0.001, rank == 1 || rank == 3 ? 1e6 : 0.001};
     // Priced from the codecs alone: no timed exchange, no last bucket.
     m.exchange_s.assign(3, -1.0);
     m.last_exchange_s.assign(3, -1.0);
@@ -72,8 +74,8 @@ TEST(Auto, EveryRankTakesTheSameChoiceWhateverItMeasured) {
   EXPECT_EQ(d->how, "measured");
   // The inputs are the maximum over the ranks, on every rank.
   EXPECT_DOUBLE_EQ(d->inputs.compute_s, 0.001 * n);
-  EXPECT_DOUBLE_EQ(d->candidates[index_of(*d, "fp16")].codec_s, n > 2 ? 10.0 : 0.001);
-  EXPECT_DOUBLE_EQ(d->candidates[index_of(*d, "dgc")].codec_s, 10.0);
+  EXPECT_DOUBLE_EQ(d->candidates[index_of(*d, "fp16")].codec_s, n > 2 ? 1e6 : 0.001);
+  EXPECT_DOUBLE_EQ(d->candidates[index_of(*d, "dgc")].codec_s, 1e6);
   // The choice is what the cost model gives for them, and the same everywhere.
   const autotune::Choice expected =
       autotune::choose(d->link, d->inputs, d->candidates, d->max_accuracy_drop_points);
@@ -89,9 +91,10 @@ TEST(Auto, EveryRankTakesTheSameChoiceWhateverItMeasured) {
   EXPECT_GT(d->probe_bytes, 0u);
   EXPECT_GT(d->probe_collectives, 0);
   EXPECT_GT(d->link.latency_s, 0.0);
-  // The small model's exchanges are cheap: each candidate's was run for real (the injection above
-  // then set them aside).
-  EXPECT_EQ(d->trial_exchanges, 3 * (1 + kTrialExchanges));
+  // The small model's exchanges are cheap: each candidate's was run for real unless the probes
+  // found a link too slow for it (the injection above then set them aside).
+  EXPECT_LE(d->trial_exchanges, 3 * (1 + kTrialExchanges));
+  EXPECT_EQ(d->trial_exchanges % (1 + kTrialExchanges), 0);
 }
 
 TEST(Auto, TimesARealExchangeOfEveryBucketWhereItIsCheap) {
@@ -105,8 +108,15 @@ TEST(Auto, TimesARealExchangeOfEveryBucketWhereItIsCheap) {
   model.gradients(opt, comm->rank(), 0);
   opt.step();
   const AutoDecision& d = *opt.auto_decision();
+  std::int64_t timed = 0;
   for (const autotune::Candidate& c : d.candidates) {
-    EXPECT_TRUE(c.exchange_measured()) << c.name;
+    // Run where its bytes take at most kTrialExchangeSeconds on the link the probes found (a few
+    // kB over shared memory: always, unless the machine is loaded enough to slow the probes).
+    ASSERT_EQ(c.exchange_measured(),
+              c.bytes_per_step * d.link.seconds_per_byte <= kTrialExchangeSeconds)
+        << c.name;
+    if (!c.exchange_measured()) continue;
+    ++timed;
     EXPECT_GT(c.exchange_s, 0.0) << c.name;
     // One bucket per tensor: the last bucket is a part of the step, no more.
     EXPECT_GT(c.last_exchange_s, 0.0) << c.name;
@@ -117,14 +127,17 @@ TEST(Auto, TimesARealExchangeOfEveryBucketWhereItIsCheap) {
   // Control traffic: no gradient byte left before step 0's own exchange.
   const TrafficCounters& t = opt.communicator().counters();
   EXPECT_GT(t[TrafficKind::kControl].sent_bytes, d.probe_bytes);
-  EXPECT_EQ(d.trial_exchanges, 2 * (1 + kTrialExchanges));
+  EXPECT_EQ(d.trial_exchanges, timed * (1 + kTrialExchanges));
   EXPECT_TRUE(d.inputs.backward_on_host);
 }
 
 TEST(Auto, ItsFirstStepIsInTheTimeline) {
   const auto comm = world();
   Model model;
-  const std::string path = ::testing::TempDir() + "auto_timeline_{rank}.json";
+  // Named by the world size: the test runs at several sizes at once.
+  const std::string stem =
+      ::testing::TempDir() + "auto_timeline_n" + std::to_string(comm->size()) + "_";
+  const std::string path = stem + "{rank}.json";
   {
     DistributedOptimizer opt(
         comm, momentum_sgd(), model.specs(),
@@ -134,8 +147,7 @@ TEST(Auto, ItsFirstStepIsInTheTimeline) {
       opt.step();
     }
   }
-  const std::string file =
-      ::testing::TempDir() + "auto_timeline_" + std::to_string(comm->rank()) + ".json";
+  const std::string file = stem + std::to_string(comm->rank()) + ".json";
   std::ifstream in(file);
   ASSERT_TRUE(in) << file;
   std::stringstream text;
