@@ -360,10 +360,27 @@ CompressorSettings AutoStrategy::decide(CountingCommunicator& comm, const Parame
       }
     };
     const std::size_t last = views.size() - 1;
+    // Local SGD's averaging is dense's exchange (Note [Parameter averaging wire]): where none is a
+    // candidate too (it comes first), local SGD takes its figures rather than measure them again.
+    std::size_t dense = count;
+    for (std::size_t i = 0; i < count; ++i) {
+      if (d.candidates[i].name == "none") dense = i;
+    }
+    const auto same_as_dense = [&](std::size_t i) {
+      return dense < i && d.candidates[i].period > 1;
+    };
     std::vector<double> run_exchange(count, 0.0);  // 1: this rank would exchange it for real
     for (std::size_t i = 0; i < count; ++i) {
       autotune::Candidate& c = d.candidates[i];
       if (!c.excluded.empty()) continue;
+      if (same_as_dense(i)) {
+        for (std::vector<double>* v : {&measured.codec_s, &measured.bytes_per_step,
+                                       &measured.last_codec_s, &measured.last_bytes})
+          (*v)[i] = (*v)[dense];
+        c.collectives_per_step = d.candidates[dense].collectives_per_step;
+        c.last_collectives = d.candidates[dense].last_collectives;
+        continue;  // and its exchange below, dense's
+      }
       auto trial =
           make_trial_compressor(settings_for(c.name), params.numels(), params.rows(), momentum_);
       trial->set_stream(stream);
@@ -406,6 +423,11 @@ CompressorSettings AutoStrategy::decide(CountingCommunicator& comm, const Parame
     for (std::size_t i = 0; i < count; ++i) skip[i] = 1.0 - run_exchange[i];
     max_over_ranks(comm, skip, stream);
     for (std::size_t i = 0; i < count; ++i) {
+      if (same_as_dense(i)) {
+        measured.exchange_s[i] = measured.exchange_s[dense];
+        measured.last_exchange_s[i] = measured.last_exchange_s[dense];
+        continue;
+      }
       if (skip[i] > 0 || !d.candidates[i].excluded.empty()) continue;
       auto trial = make_trial_compressor(settings_for(d.candidates[i].name), params.numels(),
                                          params.rows(), momentum_);

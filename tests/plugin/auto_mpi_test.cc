@@ -378,6 +378,8 @@ TEST(Auto, UnderSyncAutoLocalSgdIsACandidateAndRunsExactlyAsTheFixedOne) {
   EXPECT_EQ(d.chosen, "local_sgd");
   const autotune::Candidate& local = d.candidates[index_of(d, "local_sgd")];
   EXPECT_EQ(local.period, 4.0);
+  // Its averaging is dense's exchange: measured once, for none, not again for local_sgd.
+  EXPECT_LE(d.trial_exchanges, 1 + kTrialExchanges);
   EXPECT_DOUBLE_EQ(local.exchange_s, 2.5);  // one averaging's 10 s over 4 steps
   // Within what a token bucket's burst could give back of 1 kB.
   EXPECT_NEAR(d.choice.predictions[index_of(d, "local_sgd")].step_s, 2.5, 1e-3);
