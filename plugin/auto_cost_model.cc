@@ -1,6 +1,7 @@
 #include "plugin/auto_cost_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <stdexcept>
 
@@ -31,6 +32,19 @@ Link fit_link(double latency_s, const std::vector<ProbePoint>& points) {
     link.burst_seconds_per_byte = link.seconds_per_byte;
   }
   return link;
+}
+
+bool probes_settled(double latency_s, const std::vector<ProbePoint>& points) {
+  if (points.size() < 2) return false;
+  const ProbePoint& a = points[points.size() - 2];
+  const ProbePoint& b = points.back();
+  const double ta = a.seconds - std::max(0.0, latency_s);
+  const double tb = b.seconds - std::max(0.0, latency_s);
+  if (ta < kSettledProbeSeconds || tb < kSettledProbeSeconds || a.bytes <= 0 || b.bytes <= 0) {
+    return false;
+  }
+  const double ra = ta / a.bytes, rb = tb / b.bytes;
+  return std::abs(ra - rb) <= kSettledTolerance * std::max(ra, rb);
 }
 
 namespace {

@@ -316,7 +316,9 @@ CompressorSettings AutoStrategy::decide(CountingCommunicator& comm, const Parame
       max_over_ranks(comm, t, stream);
       collectives += 2;
       d.probes.push_back({bytes, t[0]});
-      if (t[0] >= kProbeSeconds || floats >= most) break;
+      if (t[0] >= kProbeSeconds || floats >= most || autotune::probes_settled(alpha, d.probes)) {
+        break;
+      }
     }
     d.link = autotune::fit_link(alpha, d.probes);
     d.probe_collectives = collectives;

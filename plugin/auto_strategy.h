@@ -33,11 +33,12 @@ namespace gw {
 //  - the link: kLatencyProbes allreduces of 8 bytes (alpha, their median); then, after an idle
 //    kRefillSeconds (so that a token bucket that shapes the link, as tc's tbf or a cloud
 //    instance's limit does, fills up again after the start-up's broadcast), allreduces from
-//    kFirstProbeFloats floats, doubling, until one takes kProbeSeconds or reaches the gradients'
-//    size (beta and the burst, fit_link). Each is timed on every rank and the ranks take the
-//    slowest (an 8-byte allreduce after it), so every rank stops at the same size. On a
-//    10 Mbit/s link the probes take about 3 kProbeSeconds; they are control traffic, and the
-//    report gives their time and bytes.
+//    kFirstProbeFloats floats, doubling, until one takes kProbeSeconds, reaches the gradients'
+//    size, or the link has settled (the last two at one rate: probes_settled) (beta and the
+//    burst, fit_link). Each is timed on every rank and the ranks take the slowest (an 8-byte
+//    allreduce after it), so every rank stops at the same size. On a 10 Mbit/s link the probes
+//    take about 3 kProbeSeconds; they are control traffic, and the report gives their time and
+//    bytes.
 //  - the compute: from the optimizer's construction (or load_state) to step 0's gradients, and
 //    the backward after the first bucket's release (the overlap).
 //  - each candidate, on a copy of step 0's gradients: a trial compressor at its steady state

@@ -49,9 +49,10 @@ Link burst_link() {
 
 // Probes run back to back through a token bucket of `burst` bytes, full at the start, refilled at
 // the sustained rate 1 / beta whenever it is not sending at that rate, draining at 1 / beta0 while
-// it holds tokens: doubling from 16 kB until one takes `stop` seconds, as the probes do.
+// it holds tokens: doubling from 16 kB until one takes `stop` seconds or, with `settle`, until
+// the link has settled (probes_settled), as the probes do.
 std::vector<ProbePoint> token_bucket_probes(double alpha, double beta, double beta0, double burst,
-                                            double stop) {
+                                            double stop, bool settle = false) {
   std::vector<ProbePoint> points;
   double level = burst;
   for (double b = 16384;; b *= 2) {
@@ -59,7 +60,7 @@ std::vector<ProbePoint> token_bucket_probes(double alpha, double beta, double be
     const double t = alpha + free * beta0 + (b - free) * beta;
     level = std::min(burst, level - free + (alpha + free * beta0) / beta);
     points.push_back({b, t});
-    if (t >= stop) return points;
+    if (t >= stop || (settle && probes_settled(alpha, points))) return points;
   }
 }
 
@@ -83,6 +84,42 @@ TEST(AutoCostModel, FitRecoversLatencyRateAndBurstOfATokenBucket) {
   EXPECT_NEAR(plain.seconds_per_byte, 8e-7, 1e-12);
   EXPECT_EQ(plain.burst_bytes, 0.0);
   EXPECT_EQ(plain.burst_seconds_per_byte, plain.seconds_per_byte);
+}
+
+TEST(AutoCostModel, ProbesStopOnceTheLinkSettlesAndTheFitStillHolds) {
+  // tbf at 10, 100 and 1000 Mbit/s, with the buckets the harness's links showed (64 kB; 512 kB
+  // at 1 Gbit/s): stopping once settled gives the same rate and burst as running on.
+  for (const double mbit : {10.0, 100.0, 1000.0}) {
+    const double alpha = 7e-5, beta0 = 1e-9, beta = 8.0 / (mbit * 1e6);
+    const double burst = mbit < 1000 ? 65536 : 524288;
+    const std::vector<ProbePoint> full = token_bucket_probes(alpha, beta, beta0, burst, 0.06);
+    const std::vector<ProbePoint> settled =
+        token_bucket_probes(alpha, beta, beta0, burst, 0.06, /*settle=*/true);
+    const Link l = fit_link(alpha, settled);
+    EXPECT_NEAR(l.seconds_per_byte, beta, 0.01 * beta) << mbit;
+    EXPECT_GE(l.burst_bytes, 0.95 * burst) << mbit;
+    EXPECT_LE(l.burst_bytes, 1.3 * burst) << mbit;
+    EXPECT_NEAR(l.burst_seconds_per_byte, beta0, 1e-12) << mbit;
+    if (mbit >= 100) {
+      // Two probes fewer at least: the 60 ms one and the one before it are never run.
+      EXPECT_LE(settled.size() + 2, full.size()) << mbit;
+      EXPECT_LT(settled.back().seconds, 0.06) << mbit;
+    } else {
+      // At 10 Mbit/s the bucket is still draining when a probe first takes 60 ms.
+      EXPECT_EQ(settled.size(), full.size());
+    }
+  }
+}
+
+TEST(AutoCostModel, ProbesHaveNotSettledWhileTheBurstDrainsOrTheyAreShort) {
+  // The second ran partly on the bucket's tokens: 10% faster a byte than the third.
+  EXPECT_FALSE(probes_settled(0, {{1e6, 0.009}, {2e6, 0.020}}));
+  EXPECT_TRUE(probes_settled(0, {{1e6, 0.0098}, {2e6, 0.020}}));
+  // The same rates, but under 5 ms beyond the latency: latency's noise could make them agree.
+  EXPECT_FALSE(probes_settled(1e-3, {{1e5, 0.005}, {2e5, 0.009}}));
+  EXPECT_TRUE(probes_settled(1e-3, {{1e5, 0.0065}, {2e5, 0.012}}));
+  // One probe: nothing to compare it with.
+  EXPECT_FALSE(probes_settled(0, {{1e6, 0.5}}));
 }
 
 TEST(AutoCostModel, FitOfAFlatNoisyLinkTakesTheLastRateAndNoBurst) {
