@@ -652,6 +652,78 @@ def lowband_runs():
             if os.path.isfile(os.path.join(where, n, "report.json"))]
 
 
+def lowband_series():
+    """Repeated harness runs of auto against one fixed strategy: docs/lowband/runs/<name>/ that
+    holds round<N>/report.json rather than a report.json, each folder with its rounds in order."""
+    where = os.path.join(ROOT, LOWBAND_RUNS)
+    if not os.path.isdir(where):
+        return []
+    out = []
+    for n in sorted(os.listdir(where)):
+        folder = os.path.join(where, n)
+        rounds = sorted((r for r in os.listdir(folder) if re.fullmatch(r"round\d+", r) and
+                         os.path.isfile(os.path.join(folder, r, "report.json"))),
+                        key=lambda r: int(r[5:])) if os.path.isdir(folder) else []
+        if rounds and not os.path.isfile(os.path.join(folder, "report.json")):
+            out.append((f"{LOWBAND_RUNS}/{n}", [f"{LOWBAND_RUNS}/{n}/{r}/report.json"
+                                                for r in rounds]))
+    return out
+
+
+def render_series(rel, rounds, ext):
+    """auto against the fixed strategy beside it, round by round, per rate: how much of auto's
+    time against it is the run-to-run spread of the shared machine."""
+    reports = [load(r) for r in rounds]
+    rates = sorted({run["rate_mbit"] for r in reports for run in r["runs"]})
+    st = reports[0]["settings"]
+    out = ["", f"### {ext['title']}", "",
+           f"{len(reports)} rounds of `gradwire_lowband.py` ({st['hosts']} hosts, model "
+           f"{st['model']}, {st['epochs']} epoch(s), target accuracy {st['target_accuracy']:g}), "
+           "each with `auto` and one fixed strategy only, the order alternating; every round "
+           "shapes its links afresh. Per rate: each round's times to target, their ratio, auto's "
+           "measuring time, its check's prediction against its run's mean training step, and both "
+           "runs' samples/s.", ""]
+    for rate in rates:
+        rows, ratios, fixed_name = [], [], None
+        for i, r in enumerate(reports):
+            runs = [x for x in r["runs"] if x["rate_mbit"] == rate]
+            a = next((x for x in runs if x.get("auto")), None)
+            f = next((x for x in runs if not x.get("auto")), None)
+            if a is None or f is None:
+                raise InputError(f"{rounds[i]}: no auto run and fixed run at {rate} Mbit/s")
+            if fixed_name not in (None, f["strategy"]):
+                raise InputError(f"{rel}: the rounds compare auto with different strategies")
+            fixed_name = f["strategy"]
+            ta, tf = a["time_to_target_seconds"], f["time_to_target_seconds"]
+            ratio_ = ta / tf if ta and tf else None
+            if ratio_:
+                ratios.append(ratio_)
+            first = runs[0]["strategy"]
+            rows.append([str(i + 1), f"`{first}`", f"`{a['auto']['chosen']}`",
+                         f"{tf:.2f}" if tf else "never", f"{ta:.2f}" if ta else "never",
+                         f"{ratio_:.2f}x" if ratio_ else "-",
+                         f"{a['auto']['measure_seconds']:.3f}",
+                         f"{100 * a['auto']['prediction_error']:+.0f}%"
+                         if a["auto"].get("prediction_error") is not None else "-",
+                         f"{f['samples_per_second']:,.0f}", f"{a['samples_per_second']:,.0f}"])
+        out += [f"#### {rate:g} Mbit/s", ""]
+        out += table(["round", "ran first", "auto chose", f"`{fixed_name}` time to target (s)",
+                      "`auto` time to target (s)", "auto / fixed", "auto measuring (s)",
+                      "auto's prediction vs its mean step",
+                      f"`{fixed_name}` samples/s", "`auto` samples/s"], rows)
+        if ratios:
+            ordered = sorted(ratios)
+            mid = len(ordered) // 2
+            median_ = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+            out += ["", f"auto / `{fixed_name}` over {len(ratios)} rounds: median "
+                    f"{median_:.2f}x, from {ordered[0]:.2f}x to {ordered[-1]:.2f}x."]
+        out.append("")
+    out += [f"Reports: `{rel}/round<N>/report.json` (with their `report.md`), binaries built from "
+            f"{ext['built_from']}, on {ext['date']}; {ext['provenance']}. Command: "
+            f"`{ext['command']}`."]
+    return out
+
+
 def render_lowband(manifest):
     externals = manifest.get("external", {})
     out = ["## Low-bandwidth runs", ""]
@@ -667,6 +739,11 @@ def render_lowband(manifest):
             png = os.path.relpath(os.path.join(os.path.dirname(rel), "report.png"), "docs")
             out += render_lowband_report(r, ext, rel, png, 4)
         out.append("")
+    for rel, rounds in lowband_series():
+        ext = externals.get(rel)
+        if not ext:
+            raise InputError(f"{REPORTS}/manifest.json has no external entry for {rel}")
+        out += render_series(rel, rounds, ext) + [""]
     return out
 
 
