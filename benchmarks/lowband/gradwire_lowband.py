@@ -169,10 +169,12 @@ def probe(args, launcher, rate_mbit, rundir):
         size = max(256 * 1024, int(rate_mbit * 1e6 / 8 * 0.5) // 4096 * 4096)
     report = os.path.join(rundir, f"probe_{rate_mbit if rate_mbit else 'loopback'}.json")
     log_path = report.replace(".json", ".log")
+    if os.path.exists(report):
+        os.remove(report)
     rc = launcher.run([os.path.join(args.bin, "gradwire_bench_allreduce"), "--min-bytes",
                        str(size), "--max-bytes", str(size), "--seconds-per-size", "3",
                        "--report", report], launcher.topology_env(flat=True), log_path,
-                      timeout=600)
+                      timeout=600, report=report)
     if rc != 0:
         raise HarnessError(f"the allreduce probe failed (exit {rc}); its log {log_path}:\n"
                            + tail(log_path))
@@ -202,7 +204,7 @@ def train(args, launcher, strategy, env, rate, rundir, outdir, cluster=None):
         f"{' Mbit/s' if rate else ''}: running (log {lpath})")
     start = time.monotonic()
     before = cluster.qdisc_stats() if cluster else None
-    rc = launcher.run(program, env, lpath, timeout=args.time_budget * 2 + 600)
+    rc = launcher.run(program, env, lpath, timeout=args.time_budget * 2 + 600, report=rpath)
     after = cluster.qdisc_stats() if cluster else None
     if rc != 0 or not os.path.exists(rpath):
         why = "timed out" if rc is None else f"exit {rc}"

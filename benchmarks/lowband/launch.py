@@ -8,6 +8,7 @@ import re
 import shutil
 import signal
 import subprocess
+import time
 
 from .cluster import Cluster
 from .common import HERE, PREFIX, SUBNET, HarnessError, sh
@@ -40,6 +41,44 @@ def launcher_version(mpi):
         m = re.search(r"^\s*Version:\s*(\S+)", text, re.M)
         return f"MPICH {m.group(1)} (Hydra)" if m else "MPICH (version unknown)"
     return text.splitlines()[0] if text else "unknown"
+
+
+TEARDOWN_GRACE = 30.0  # seconds a launcher may take to exit after its program's report
+
+
+def whole_json(path):
+    """Whether path holds a complete JSON document (a report being written does not parse)."""
+    try:
+        with open(path) as f:
+            json.load(f)
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def wait_or_end(child, timeout, report, kill, logf, grace=TEARDOWN_GRACE, poll=0.5):
+    """child's exit code; None (after kill()) past `timeout`; 0 (after kill(), and a line in logf)
+    where `report` has been whole for `grace` seconds and child has not exited."""
+    deadline = time.monotonic() + timeout
+    written = None
+    while True:
+        try:
+            return child.wait(timeout=poll)
+        except subprocess.TimeoutExpired:
+            pass
+        now = time.monotonic()
+        if report and written is None and whole_json(report):
+            written = now
+        if written is not None and now - written >= grace:
+            logf.write(f"[lowband] {report} was written {grace:.0f} s ago and the launcher had "
+                       "not exited: ended it, and the run counts as done (a hang in the MPI "
+                       "library's or launcher's teardown, after the program's work)\n")
+            logf.flush()
+            kill()
+            return 0
+        if now >= deadline:
+            kill()
+            return None
 
 
 class Launcher:
@@ -174,8 +213,11 @@ class Launcher:
             cmd += ["-x", name]
         return cmd + program
 
-    def run(self, program, extra_env, log_path, timeout):
-        """Runs program on every host with extra_env added; its exit code, None if it timed out."""
+    def run(self, program, extra_env, log_path, timeout, report=None):
+        """Runs program on every host with extra_env added; its exit code, None if it timed out.
+        `report`: the JSON file the program writes last. Once it is whole, the launcher has
+        TEARDOWN_GRACE seconds to exit; past them the job is ended and counts as done, with a
+        line in the log saying so (MPICH's hydra once stayed up after every rank had finished)."""
         env = self.base_env()
         env.update(extra_env)
         cmd = self.command(program, list(extra_env.keys()))
@@ -185,11 +227,7 @@ class Launcher:
             logf.flush()
             self.child = subprocess.Popen(cmd, env=env, stdout=logf, stderr=subprocess.STDOUT,
                                           start_new_session=True)
-            try:
-                rc = self.child.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self.kill()
-                rc = None
+            rc = wait_or_end(self.child, timeout, report, self.kill, logf)
             # An interruption leaves self.child set, for kill().
             self.child = None
         if self.cluster:  # the hosts' session folders (GWLB_TMPDIR), whatever their daemons left
