@@ -83,8 +83,8 @@ Link fit_link(double latency_s, const std::vector<ProbePoint>& points);
 // least kSettledProbeSeconds beyond alpha and ran at the same time per byte within
 // kSettledTolerance. A token bucket's burst is then spent (a probe that still drew on it would
 // run faster than the next), so beta is known and doubling again would only confirm it: on a
-// 1 Gbit/s link it saves the 50 and 65 ms probes of 6 and 8 MB. Before that, latency's noise or
-// a burst still in the bucket can make two rates agree by chance, hence the floor.
+// fast link it saves the largest, longest probes (docs/AUTO.md). Below the floor, latency's
+// noise or a burst still in the bucket can make two rates agree by chance.
 inline constexpr double kSettledProbeSeconds = 0.005;
 inline constexpr double kSettledTolerance = 0.05;
 bool probes_settled(double latency_s, const std::vector<ProbePoint>& points);
