@@ -22,6 +22,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import sys
 import tempfile
 from contextlib import redirect_stderr, redirect_stdout
@@ -638,9 +639,9 @@ def render_auto(runs):
     return out
 
 
-def lowband_runs():
-    """The further harness reports: docs/lowband/runs/<name>/report.json, in name order, a
-    leading run number compared as a number (2_... before 10_...)."""
+def run_folders():
+    """docs/lowband/runs/<name>, in name order, a leading run number compared as a number (2_...
+    before 10_...)."""
     where = os.path.join(ROOT, LOWBAND_RUNS)
     if not os.path.isdir(where):
         return []
@@ -648,22 +649,25 @@ def lowband_runs():
     def order(n):
         number = n.split("_", 1)[0]
         return (int(number), n) if number.isdigit() else (float("inf"), n)
-    return [f"{LOWBAND_RUNS}/{n}/report.json" for n in sorted(os.listdir(where), key=order)
-            if os.path.isfile(os.path.join(where, n, "report.json"))]
+    return [n for n in sorted(os.listdir(where), key=order)
+            if os.path.isdir(os.path.join(where, n))]
+
+
+def lowband_runs():
+    """The further harness reports: docs/lowband/runs/<name>/report.json."""
+    return [f"{LOWBAND_RUNS}/{n}/report.json" for n in run_folders()
+            if os.path.isfile(os.path.join(ROOT, LOWBAND_RUNS, n, "report.json"))]
 
 
 def lowband_series():
     """Repeated harness runs of auto against one fixed strategy: docs/lowband/runs/<name>/ that
     holds round<N>/report.json rather than a report.json, each folder with its rounds in order."""
-    where = os.path.join(ROOT, LOWBAND_RUNS)
-    if not os.path.isdir(where):
-        return []
     out = []
-    for n in sorted(os.listdir(where)):
-        folder = os.path.join(where, n)
+    for n in run_folders():
+        folder = os.path.join(ROOT, LOWBAND_RUNS, n)
         rounds = sorted((r for r in os.listdir(folder) if re.fullmatch(r"round\d+", r) and
                          os.path.isfile(os.path.join(folder, r, "report.json"))),
-                        key=lambda r: int(r[5:])) if os.path.isdir(folder) else []
+                        key=lambda r: int(r[5:]))
         if rounds and not os.path.isfile(os.path.join(folder, "report.json")):
             out.append((f"{LOWBAND_RUNS}/{n}", [f"{LOWBAND_RUNS}/{n}/{r}/report.json"
                                                 for r in rounds]))
@@ -681,8 +685,8 @@ def render_series(rel, rounds, ext):
            f"{st['model']}, {st['epochs']} epoch(s), target accuracy {st['target_accuracy']:g}), "
            "each with `auto` and one fixed strategy only, the order alternating; every round "
            "shapes its links afresh. Per rate: each round's times to target, their ratio, auto's "
-           "measuring time, its check's prediction against its run's mean training step, and both "
-           "runs' samples/s.", ""]
+           "measuring time, what is left of auto's extra time beyond it, its check's prediction "
+           "against its run's mean training step, and both runs' samples/s.", ""]
     for rate in rates:
         rows, ratios, fixed_name = [], [], None
         for i, r in enumerate(reports):
@@ -701,22 +705,22 @@ def render_series(rel, rounds, ext):
             first = runs[0]["strategy"]
             rows.append([str(i + 1), f"`{first}`", f"`{a['auto']['chosen']}`",
                          f"{tf:.2f}" if tf else "never", f"{ta:.2f}" if ta else "never",
-                         f"{ratio_:.2f}x" if ratio_ else "-",
+                         f"{ratio_:.3f}x" if ratio_ else "-",
                          f"{a['auto']['measure_seconds']:.3f}",
+                         f"{ta - tf - a['auto']['measure_seconds']:+.2f}" if ta and tf else "-",
                          f"{100 * a['auto']['prediction_error']:+.0f}%"
                          if a["auto"].get("prediction_error") is not None else "-",
                          f"{f['samples_per_second']:,.0f}", f"{a['samples_per_second']:,.0f}"])
         out += [f"#### {rate:g} Mbit/s", ""]
         out += table(["round", "ran first", "auto chose", f"`{fixed_name}` time to target (s)",
                       "`auto` time to target (s)", "auto / fixed", "auto measuring (s)",
+                      "auto's time beyond the fixed one's and its measuring (s)",
                       "auto's prediction vs its mean step",
                       f"`{fixed_name}` samples/s", "`auto` samples/s"], rows)
         if ratios:
-            ordered = sorted(ratios)
-            mid = len(ordered) // 2
-            median_ = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
             out += ["", f"auto / `{fixed_name}` over {len(ratios)} rounds: median "
-                    f"{median_:.2f}x, from {ordered[0]:.2f}x to {ordered[-1]:.2f}x."]
+                    f"{statistics.median(ratios):.3f}x, from {min(ratios):.3f}x to "
+                    f"{max(ratios):.3f}x."]
         out.append("")
     out += [f"Reports: `{rel}/round<N>/report.json` (with their `report.md`), binaries built from "
             f"{ext['built_from']}, on {ext['date']}; {ext['provenance']}. Command: "

@@ -169,8 +169,6 @@ def probe(args, launcher, rate_mbit, rundir):
         size = max(256 * 1024, int(rate_mbit * 1e6 / 8 * 0.5) // 4096 * 4096)
     report = os.path.join(rundir, f"probe_{rate_mbit if rate_mbit else 'loopback'}.json")
     log_path = report.replace(".json", ".log")
-    if os.path.exists(report):
-        os.remove(report)
     rc = launcher.run([os.path.join(args.bin, "gradwire_bench_allreduce"), "--min-bytes",
                        str(size), "--max-bytes", str(size), "--seconds-per-size", "3",
                        "--report", report], launcher.topology_env(flat=True), log_path,
@@ -188,8 +186,6 @@ def train(args, launcher, strategy, env, rate, rundir, outdir, cluster=None):
     tag = f"{rate if rate else 'loopback'}_{strategy.replace('+', '_').replace('@', '_')}"
     rpath = os.path.join(rundir, f"{tag}.json")
     lpath = os.path.join(rundir, f"{tag}.log")
-    if os.path.exists(rpath):
-        os.remove(rpath)
     program = [os.path.join(args.bin, "gradwire_train"), "--model", args.model,
                "--device", args.device,
                "--epochs", str(args.epochs), "--batch-size", str(args.batch_size),

@@ -217,7 +217,10 @@ class Launcher:
         """Runs program on every host with extra_env added; its exit code, None if it timed out.
         `report`: the JSON file the program writes last. Once it is whole, the launcher has
         TEARDOWN_GRACE seconds to exit; past them the job is ended and counts as done, with a
-        line in the log saying so (MPICH's hydra once stayed up after every rank had finished)."""
+        line in the log saying so (MPICH's hydra once stayed up after every rank had finished).
+        A report left from an earlier run is removed first: only this run's may count."""
+        if report and os.path.exists(report):
+            os.remove(report)
         env = self.base_env()
         env.update(extra_env)
         cmd = self.command(program, list(extra_env.keys()))
