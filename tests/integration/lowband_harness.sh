@@ -11,14 +11,39 @@
 #              (./gradwire.sh bench lowband, --check-probe), not asserted here: on a shared 2-core
 #              machine a probe can take well past 1.25x. The upper bound, 3x, catches a unit slip
 #              (a rate 10x too low), not a slow machine.
+#   watchdog   a mode run past its limit (here long, given 10 s) is ended: the harness gets
+#              SIGTERM and removes its namespaces itself, and the test exits 124 saying why
+#   long       dense at 10 Mbit/s for an epoch, minutes at 1.3 s a step: only for watchdog
 # Namespaces are named $GWLB_PREFIX-* (gwlbtest here, apart from a user's gwlb runs). Where they
 # cannot be made (not root, no iproute2, no tbf), lifecycle and smoke say so and exit 77 (skip).
+# Every mode runs under its own limit, GWLB_TEST_LIMIT seconds (default 240), below CTest's 300:
+# CTest ends a test past its timeout with SIGKILL, which leaves the harness no chance to remove
+# its namespaces, and the lowband tests after it would then refuse to start. Past the limit the
+# harness gets SIGTERM (it stops the job and removes the namespaces) and whatever is left is
+# removed here.
 set -u
 src=$1; bin=$2; mode=$3
 export GWLB_PREFIX=gwlbtest
 harness=(python3 "$src/benchmarks/lowband/gradwire_lowband.py" --bin "$bin")
-work=$(mktemp -d)
 leftovers() { ip netns list 2>/dev/null | awk '{print $1}' | grep "^$GWLB_PREFIX-" || true; }
+if [ -z "${GWLB_TEST_WATCHED:-}" ]; then
+  limit=${GWLB_TEST_LIMIT:-240}
+  GWLB_TEST_WATCHED=1 timeout -k 30 "$limit" "$0" "$@"
+  rc=$?
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+    echo "FAIL: lowband_harness.sh $mode ran past its limit of $limit s (GWLB_TEST_LIMIT) and was ended"
+    for _ in $(seq 1 20); do [ -z "$(leftovers)" ] && break; sleep 1; done
+    if [ -n "$(leftovers)" ]; then
+      echo "namespaces still there after the harness's own cleanup: $(leftovers); removing them"
+      "${harness[@]}" --cleanup
+    fi
+  fi
+  exit "$rc"
+fi
+# Past the limit: the harness, in the foreground, stops its job and removes its namespaces; the
+# script then goes on to fail on the harness's exit code, and its EXIT trap runs.
+trap 'echo "SIGTERM: past the limit"' TERM
+work=$(mktemp -d)
 cleanup() { "${harness[@]}" --cleanup > /dev/null 2>&1 || true; rm -rf "$work"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
@@ -169,5 +194,27 @@ hierarchy)
   grep -q "^| dense@hier | " "$work/report.md" || fail "no flat-against-two-level table"
   echo "ok: 2 hosts x 2 ranks, two levels send 2/3 of the flat dense bytes and about half of the flat dgc bytes between hosts"
   ;;
-*) fail "mode '$mode': accepted options, unshaped, lifecycle, smoke, hierarchy" ;;
+watchdog)
+  out=$(GWLB_TEST_WATCHED= GWLB_TEST_LIMIT=10 "$0" "$src" "$bin" long 2>&1)
+  rc=$?
+  printf '%s\n' "$out" | tail -n 6
+  if [ "$rc" -eq 77 ]; then exit 77; fi
+  [ "$rc" -eq 124 ] || fail "exit $rc from long given 10 s, expected 124"
+  printf '%s\n' "$out" | grep -q "FAIL: lowband_harness.sh long ran past its limit of 10 s" ||
+    fail "the ended run did not say why"
+  printf '%s\n' "$out" | grep -q "interrupted (SIGTERM): stopping the job and removing the namespaces" ||
+    fail "the harness was not told (SIGTERM) to stop"
+  ! printf '%s\n' "$out" | grep -q "namespaces still there after the harness's own cleanup" ||
+    fail "the harness left its namespaces; the fallback removed them"
+  [ -z "$(leftovers)" ] || fail "namespaces left after the limit: $(leftovers)"
+  echo "ok: a run past its limit is ended, says so, and the harness removes its namespaces"
+  ;;
+long)
+  "${harness[@]}" --hosts 2 --rates 10 --strategies dense --epochs 1 --probe-bytes 65536 \
+    --train-subset 6400 --test-subset 100 --report "$work/long.json"
+  rc=$?
+  [ "$rc" -eq 77 ] && exit 77
+  fail "the long run ended (exit $rc); it is meant to run past its limit"
+  ;;
+*) fail "mode '$mode': accepted options, unshaped, lifecycle, smoke, hierarchy, watchdog, long" ;;
 esac
