@@ -11,15 +11,10 @@
 #include <string>
 
 #include "plugin/config/registry.h"
+#include "tests/common/temp_dir.h"
 
 namespace gw::trainer {
 namespace {
-
-std::string temp_dir() {
-  std::string dir = ::testing::TempDir() + "gw_output_file_test_" + std::to_string(::getpid());
-  ::mkdir(dir.c_str(), 0755);
-  return dir;
-}
 
 std::string read(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -38,7 +33,8 @@ std::string config_error(const std::string& path, const char* option) {
 }
 
 TEST(CheckWritable, AcceptsAFileInAWritableFolderAndLeavesNothingBehind) {
-  const std::string dir = temp_dir();
+  const gw::testing::TempDir temp("gw_output_file_test");
+  const std::string dir = temp.str();
   const std::string path = dir + "/report.json";
   EXPECT_EQ(config_error(path, "--report"), "");
   struct stat st {};
@@ -55,7 +51,8 @@ TEST(CheckWritable, NamesTheOptionThePathAndWhatIsAccepted) {
                          "or directory (accepted: a file path in an existing folder"),
             std::string::npos)
       << missing;
-  const std::string dir = temp_dir();
+  const gw::testing::TempDir temp("gw_output_file_test");
+  const std::string dir = temp.str();
   const std::string folder = config_error(dir, "--save-params");
   EXPECT_NE(folder.find("--save-params: '" + dir + "' is a folder"), std::string::npos) << folder;
   EXPECT_NE(config_error("", "--checkpoint").find("--checkpoint: the path is empty"),
@@ -63,7 +60,8 @@ TEST(CheckWritable, NamesTheOptionThePathAndWhatIsAccepted) {
 }
 
 TEST(WriteFileAtomically, ReplacesTheWholeFileAndLeavesNoTemporary) {
-  const std::string dir = temp_dir();
+  const gw::testing::TempDir temp("gw_output_file_test");
+  const std::string dir = temp.str();
   const std::string path = dir + "/params.bin";
   write_file_atomically(path, "first version, longer than the second");
   write_file_atomically(path, "second");
@@ -73,7 +71,8 @@ TEST(WriteFileAtomically, ReplacesTheWholeFileAndLeavesNoTemporary) {
 }
 
 TEST(WriteFileAtomically, AFailedWriteLeavesThePreviousFile) {
-  const std::string dir = temp_dir();
+  const gw::testing::TempDir temp("gw_output_file_test");
+  const std::string dir = temp.str();
   const std::string path = dir + "/report.json";
   write_file_atomically(path, "good");
   // The temporary cannot be written (a folder stands where it would go): the previous file stays.

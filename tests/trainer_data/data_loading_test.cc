@@ -1,6 +1,5 @@
 // IDX reading and Fashion-MNIST loading: exact values from small files written here, every kind of
 // corrupt file, and the real data set when it is installed.
-#include <stdlib.h>
 #include <zlib.h>
 
 #include <array>
@@ -20,6 +19,7 @@
 
 #include "reference_trainer/data/fashion_mnist.h"
 #include "reference_trainer/data/idx_reader.h"
+#include "tests/common/temp_dir.h"
 
 // The largest single allocation made while a test watches (LargestAllocation below), counted by
 // replacing the global operator new in this binary.
@@ -60,27 +60,7 @@ namespace fs = std::filesystem;
 using Bytes = std::vector<std::uint8_t>;
 using ::testing::HasSubstr;
 
-// A fresh directory under /tmp, removed with everything in it when the test ends.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = "/tmp/gw_trainer_data_XXXXXX";
-    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using gw::testing::TempDir;
 
 void append_be32(Bytes& out, std::uint32_t v) {
   for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<std::uint8_t>(v >> shift));
