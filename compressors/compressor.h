@@ -1,7 +1,7 @@
 // The Compressor interface: how one rank's gradients are encoded for the exchange and decoded
 // after it. Compressors are stateful per parameter (residuals and momentum live with them), decide
 // per bucket and step how the bucket travels (an ExchangePlan), and can save and load their state.
-// They never talk to the network: plugin/bucket_exchange.cc runs the collectives a plan names.
+// They never talk to the network: plugin/exchange/ runs the collectives a plan names.
 //
 // Note [Compressors on a stream]
 // A compressor works on one kernels::Stream (set_stream; the host until then): its state arrays
@@ -16,11 +16,12 @@
 //   c.encode(bucket, plan, n, payload)          dense part into payload.dense, pairs into
 //                                               payload.sparse; updates the residuals
 //   (plugin) allreduce payload.dense; the sparse part by allgatherv, or by split
-//                                               (payload.sparse_to, Compressor::reselect)
+//                                               (payload.sparse_to, SparseReselector)
 //   decode_bucket(bucket, plan, ...)            the reduced values back into bucket.data
 // A plan with low-rank tensors (powersgd) runs a second round in between: encode() writes each
 // one's P after the dense part, which is summed with it; project() turns the sums into Q, which a
-// second allreduce sums; reconstruct() writes P Q^T into the bucket (Note [PowerSGD]).
+// second allreduce sums; reconstruct() writes P Q^T into the bucket (Note [PowerSGD]); both are
+// LowRankRound's (Note [Compressor capabilities]).
 #pragma once
 
 #include <cstddef>
@@ -30,6 +31,7 @@
 #include <vector>
 
 #include "compressors/bucket_view.h"
+#include "compressors/capabilities.h"
 #include "compressors/exchange_plan.h"
 #include "compressors/kind.h"
 #include "compressors/sparse_message.h"
@@ -93,32 +95,10 @@ class Compressor {
   virtual void encode(const BucketView& bucket, const ExchangePlan& plan, int world_size,
                       const EncodedBucket& out) = 0;
 
-  // The split sparse allreduce's middle step (Note [Sparse allreduce by split]): `sums` holds this
-  // rank's index range [begin, begin + len) of tensor t summed over every rank's pairs (stream
-  // memory, len floats, overwritten). Appends the largest k of it to `out` on `wire`, indices
-  // relative to begin, and adds everything it does not send, and what the wire drops of what it
-  // sends, into its own residual at [begin, begin + len): nothing is lost. Returns how many it
-  // sent. Only a compressor with a sparse part has one; the others throw std::logic_error.
-  virtual std::size_t reselect(const TensorSlot& t, float* sums, std::size_t begin, std::size_t len,
-                               std::size_t k, SparseWire wire, SparseMessageWriter& out);
-  // The same where the sums are sparse: `sums` (len floats from `begin`, stream memory) holds
-  // values only at the `count` ascending, distinct `candidates` and is zero elsewhere. Keeps the
-  // largest k of them (ties to the lower index), adds the rest and the wire's error into the
-  // residual at those indices, and leaves `sums` zero at every candidate. The work is O(count),
-  // not O(len): the merge of a node's pairs (Note [Sparse allreduce over two levels]).
-  virtual std::size_t reselect_among(const TensorSlot& t, float* sums, std::size_t begin,
-                                     const std::uint32_t* candidates, std::size_t count,
-                                     std::size_t k, SparseWire wire, SparseMessageWriter& out);
-
-  // The low-rank round (Note [PowerSGD]), only for a compressor whose plans have low_rank
-  // tensors; the others throw std::logic_error. project(): `p` holds every P summed over the
-  // ranks (plan.p_count() floats, made orthonormal in place); writes this rank's Q of each tensor
-  // into `q` (plan.q_count() floats) and keeps in its residual what P Q^T leaves out.
-  // reconstruct(): `q` holds the Qs summed over the ranks; writes P Q^T, the sum over the ranks
-  // of each rank's approximation, into the tensor.
-  virtual void project(const BucketView& bucket, const ExchangePlan& plan, float* p, float* q);
-  virtual void reconstruct(const BucketView& bucket, const ExchangePlan& plan, const float* p,
-                           const float* q);
+  // What the exchange's algorithms need beyond encode, where this compressor has it; null
+  // otherwise (See Note [Compressor capabilities]).
+  virtual SparseReselector* reselector() { return nullptr; }
+  virtual LowRankRound* low_rank() { return nullptr; }
 
   // The compressor's state as an opaque byte stream; load_state() throws std::runtime_error on a
   // stream written by another compressor or for another layout, leaving the state unchanged.

@@ -31,9 +31,9 @@ enum class SparseAlgo { kAllgather, kSplit };
 //     applies up to 2k values, between gTop-k's k and the allgatherv's union of up to nk (one
 //     share slowed the 8-rank MLP's first epoch; docs/STRATEGIES.md gives the runs). Everything
 //     it does not keep, and what the wire drops of what it keeps, goes into rank r's own residual
-//     at those indices (Compressor::reselect), so the sum over the ranks of residuals and applied
-//     values still equals the sum of what was accumulated: nothing is lost, it is sent later, by
-//     rank r.
+//     at those indices (SparseReselector::reselect), so the sum over the ranks of residuals and
+//     applied values still equals the sum of what was accumulated: nothing is lost, it is sent
+//     later, by rank r.
 //  3. Every rank's kept pairs go to every rank (an allgatherv of about 2k / n pairs each, so
 //     about 2k (n - 1) / n sent), which writes rank r's into range r of each tensor; every rank
 //     decodes the same messages, so the bucket is the same everywhere.
@@ -65,7 +65,7 @@ inline std::size_t split_k(std::size_t k, std::size_t ranks) {
   return kept < k ? kept : k;
 }
 // The most pairs a node's merged message keeps of one range of a tensor whose plan allows k, under
-// the split over two levels (Note [Sparse allreduce over two levels], plugin/bucket_exchange.h):
+// the split over two levels (Note [Sparse allreduce over two levels], plugin/exchange/):
 // one share, so that a node sends about what one rank would.
 inline std::size_t node_merge_k(std::size_t k, std::size_t ranks) {
   const std::size_t kept = (k + ranks - 1) / ranks;

@@ -39,7 +39,7 @@ struct PowerSgdOptions {
   bool only_when_smaller = true;
 };
 
-class PowerSgdCompressor final : public Compressor {
+class PowerSgdCompressor final : public Compressor, public LowRankRound {
  public:
   // numels and rows: every parameter's element count and rows (0: not a matrix), in registration
   // order. Throws std::invalid_argument when rows do not divide a numel, the lists differ in
@@ -52,6 +52,8 @@ class PowerSgdCompressor final : public Compressor {
   void plan_into(const BucketView& bucket, int world_size, ExchangePlan& out) const override;
   void encode(const BucketView& bucket, const ExchangePlan& plan, int world_size,
               const EncodedBucket& out) override;
+  // The low-rank round (LowRankRound, Note [Compressor capabilities]).
+  LowRankRound* low_rank() override { return this; }
   void project(const BucketView& bucket, const ExchangePlan& plan, float* p, float* q) override;
   void reconstruct(const BucketView& bucket, const ExchangePlan& plan, const float* p,
                    const float* q) override;

@@ -29,7 +29,7 @@ struct SparsifyOptions {
   bool dense_fallback = true;
 };
 
-class SparsifyingCompressor : public Compressor {
+class SparsifyingCompressor : public Compressor, public SparseReselector {
  public:
   // numels: every parameter's element count, in registration order. Throws std::invalid_argument
   // on a bad schedule, a sample ratio outside (0, 1], or a tensor of 2^32 elements or more.
@@ -63,7 +63,8 @@ class SparsifyingCompressor : public Compressor {
   // MLP at floors 0, 64 and 256 (docs/STRATEGIES.md, "Small tensors", gives the commands).
   void plan_into(const BucketView& bucket, int world_size, ExchangePlan& out) const override;
 
-  // See Compressor::reselect.
+  // See SparseReselector (Note [Compressor capabilities]).
+  SparseReselector* reselector() override { return this; }
   std::size_t reselect(const TensorSlot& t, float* sums, std::size_t begin, std::size_t len,
                        std::size_t k, SparseWire wire, SparseMessageWriter& out) override;
   std::size_t reselect_among(const TensorSlot& t, float* sums, std::size_t begin,

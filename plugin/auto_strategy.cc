@@ -8,7 +8,7 @@
 
 #include "compressors/kind.h"
 #include "kernels/stream.h"
-#include "plugin/bucket_exchange.h"
+#include "plugin/exchange/bucket_exchange.h"
 #include "plugin/config/params.h"
 
 namespace gw {

@@ -22,7 +22,7 @@
 #include "kernels/stream.h"
 #include "plugin/amp_step.h"
 #include "plugin/auto_strategy.h"
-#include "plugin/bucket_exchange.h"
+#include "plugin/exchange/bucket_exchange.h"
 #include "plugin/comm/counting_communicator.h"
 #include "plugin/config/config.h"
 #include "plugin/engine.h"

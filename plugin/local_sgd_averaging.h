@@ -14,7 +14,7 @@
 #include "compressors/compressor.h"
 #include "fusion/bucket_plan.h"
 #include "kernels/stream.h"
-#include "plugin/bucket_exchange.h"
+#include "plugin/exchange/bucket_exchange.h"
 #include "plugin/comm/communicator.h"
 #include "plugin/logger.h"
 #include "plugin/optimizer.h"

@@ -13,7 +13,7 @@
 
 #include "fusion/bucket_plan.h"
 #include "kernels/stream.h"
-#include "plugin/bucket_exchange.h"
+#include "plugin/exchange/bucket_exchange.h"
 #include "plugin/parameter_set.h"
 #include "plugin/timeline.h"
 

@@ -12,7 +12,7 @@
 
 #include "compressors/none_compressor.h"
 #include "compressors/powersgd_compressor.h"
-#include "plugin/bucket_exchange.h"
+#include "plugin/exchange/bucket_exchange.h"
 #include "plugin/comm/counting_communicator.h"
 #include "plugin/comm/mpi/mpi_runtime.h"
 #include "tests/compressors/compressor_test_util.h"

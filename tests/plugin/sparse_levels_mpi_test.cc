@@ -18,7 +18,7 @@
 
 #include "compressors/sparse_message.h"
 #include "compressors/topk_compressor.h"
-#include "plugin/bucket_exchange.h"
+#include "plugin/exchange/bucket_exchange.h"
 #include "plugin/comm/counting_communicator.h"
 #include "plugin/comm/hierarchical_communicator.h"
 #include "plugin/comm/mpi/mpi_communicator.h"

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "compressors/topk_compressor.h"
-#include "plugin/bucket_exchange.h"
+#include "plugin/exchange/bucket_exchange.h"
 #include "plugin/comm/counting_communicator.h"
 #include "plugin/comm/mpi/mpi_runtime.h"
 #include "tests/compressors/compressor_test_util.h"

@@ -1,0 +1,60 @@
+#include "plugin/exchange/dense_rounds.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace gw::exchange {
+
+float* DenseRounds::project(compressors::LowRankRound* low_rank,
+                            const compressors::BucketView& bucket,
+                            const compressors::ExchangePlan& plan,
+                            const compressors::EncodedBucket& payload,
+                            const kernels::Stream& stream) {
+  if (low_rank == nullptr) {
+    throw std::logic_error("bucket " + std::to_string(bucket.index) +
+                           ": the plan has low-rank tensors, but the compressor has no low-rank "
+                           "round (Note [Compressor capabilities])");
+  }
+  float* q = q_.reserve_discard(plan.q_count(), stream);
+  low_rank->project(bucket, plan, payload.factors, q);
+  return q;
+}
+
+void DenseRounds::exchange(Communicator& comm, compressors::LowRankRound* low_rank,
+                           const compressors::BucketView& bucket,
+                           const compressors::ExchangePlan& plan,
+                           const compressors::EncodedBucket& payload, TrafficKind kind,
+                           const kernels::Stream& stream) {
+  const std::size_t count = payload.dense_count + plan.p_count();
+  if (count > 0) {
+    const bool half = plan.dense_wire == compressors::DenseWire::kFloat16;
+    comm.allreduce(half ? static_cast<void*>(payload.f16) : static_cast<void*>(payload.f32),
+                   count, half ? DataType::kFloat16 : DataType::kFloat32, ReduceOp::kSum, kind);
+  }
+  if (plan.low_rank.empty()) return;
+  // The second round (Note [PowerSGD]): this rank's Q of every low-rank tensor, summed.
+  float* q = project(low_rank, bucket, plan, payload, stream);
+  stream.synchronize();
+  comm.allreduce(q, plan.q_count(), DataType::kFloat32, ReduceOp::kSum, kind);
+}
+
+void DenseRounds::local_only(compressors::LowRankRound* low_rank,
+                             const compressors::BucketView& bucket,
+                             const compressors::ExchangePlan& plan,
+                             const compressors::EncodedBucket& payload,
+                             const kernels::Stream& stream) {
+  if (plan.low_rank.empty()) return;
+  const float* q = project(low_rank, bucket, plan, payload, stream);
+  low_rank->reconstruct(bucket, plan, payload.factors, q);
+}
+
+void DenseRounds::decode(compressors::LowRankRound* low_rank,
+                         const compressors::BucketView& bucket,
+                         const compressors::ExchangePlan& plan,
+                         const compressors::EncodedBucket& payload,
+                         const kernels::Stream& stream) {
+  compressors::decode_dense(bucket, plan, payload, stream);
+  if (!plan.low_rank.empty()) low_rank->reconstruct(bucket, plan, payload.factors, q_.data());
+}
+
+}  // namespace gw::exchange
