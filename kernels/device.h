@@ -8,7 +8,9 @@ namespace gw {
 
 enum class Device {
   kHost,  // ordinary host memory; CPU implementation in kernels/cpu
-  kCuda,  // CUDA device memory (current device, default stream); implementation in kernels/cuda
+  // CUDA device memory, worked on through a non-blocking kernels::Stream on its device, never the
+  // legacy default stream (Note [Streams], kernels/stream.h); implementation in kernels/cuda
+  kCuda,
 };
 
 const char* to_string(Device device);

@@ -18,7 +18,7 @@ namespace gw {
 
 struct CompressorSettings {
   compressors::Kind kind = compressors::Kind::kNone;
-  // GRADWIRE_COMPRESSOR=auto: `kind` is chosen at the first step (plugin/auto_strategy.h); until
+  // GRADWIRE_COMPRESSOR=auto: `kind` is chosen at the first step (plugin/auto/auto_strategy.h); until
   // then it is kNone.
   bool automatic = false;
   compressors::SparsifyOptions sparsify;

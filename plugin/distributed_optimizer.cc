@@ -28,7 +28,6 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<CountingCommunicator>
   log_ = Logger(parse_log_level(config_.get_string(config::keys::kLogLevel)), comm_->rank());
   if (!inner_) throw std::invalid_argument("DistributedOptimizer: inner optimizer is null");
   if (params.empty()) throw std::invalid_argument("DistributedOptimizer: no parameters");
-  average_ = config_.get_string(config::keys::kGradientReduction) == "average";
   CompressorSettings compression = read_compressor_settings(config_);
   compression.sparsify.dense_fallback = options.sparse_dense_fallback;
   const SyncSettings sync = read_sync_settings(config_);
@@ -48,73 +47,80 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<CountingCommunicator>
   params_ = ParameterSet(std::move(params), options.stream);
   comm_stream_ = options.stream.is_host() ? kernels::Stream::host()
                                           : kernels::Stream::cuda(options.stream.cuda_device());
-  multiplier_.assign(params_.size(), 1.0f);
+  scale_ = GradientScale(config_.get_string(config::keys::kGradientReduction) == "average",
+                         params_.size(), comm_->size());
 
   // Tensor fusion (Note [Buckets in the step]).
   const double threshold_mib = config_.get_float(config::keys::kFusionThresholdMb);
-  plan_ = fusion::plan_buckets(params_.numels(), fusion::threshold_bytes_from_mib(threshold_mib));
-  buckets_ = params_.bucket_views(plan_, params_.gradients());
-  exchanges_.resize(plan_.size());
-  bucket_ready_.resize(plan_.size());
-  tracker_ = fusion::LaunchTracker(plan_);
-  timeline_ = StepTimeline(plan_.size());
-  run_order_.reserve(2 * plan_.size());
-  inject_ = options.inject_engine_failure;
+  fusion::BucketPlan plan =
+      fusion::plan_buckets(params_.numels(), fusion::threshold_bytes_from_mib(threshold_mib));
+  std::vector<compressors::BucketView> views = params_.bucket_views(plan, params_.gradients());
+  buckets_ = StepBuckets(std::move(plan), std::move(views));
+  timeline_ = StepTimeline(buckets_.size());
+  failure_.inject = options.inject_engine_failure;
   local_sgd_ = std::make_unique<LocalSgdAveraging>(sync, fp16_deltas, *comm_, *inner_, params_,
-                                                   plan_, comm_stream_);
+                                                   buckets_.plan, comm_stream_);
 
   if (compression.automatic) {
     // Until step 0 decides (Note [Choosing at the first step]), a compressor that keeps no state.
-    auto_ = std::make_unique<AutoStrategy>(config_, compression, sync, *inner_, params_);
+    auto_ = std::make_unique<AutoStrategy>(
+        config_, compression, sync, *inner_, params_, *comm_,
+        comm_->rank() == 0 ? log_ : Logger(LogLevel::kError, comm_->rank()));
     auto_->inject_measurements = options.inject_auto_measurements;
   }
   install_compressor(compression);
-  if (auto_) gradient_wire_ = "chosen at step 0 (auto)";
-  stats_.dense_bytes_per_step = CountingCommunicator::allreduce_bytes(
-      params_.numel(), sizeof(float), comm_->rank(), comm_->size());
+  compression_.set_dense_bytes_per_step(CountingCommunicator::allreduce_bytes(
+      params_.numel(), sizeof(float), comm_->rank(), comm_->size()));
 
   // The timeline is rank-local (each rank may name its own file, or none), so opening it can fail
   // on some ranks only: the ranks agree on it before going on (Note [Ending the job on an error]).
   const std::string& timeline_file = config_.get_string(config::keys::kTimeline);
   agree_on_startup_errors(*comm_, [&] {
     if (!timeline_file.empty())
-      timeline_.open(timeline_file, comm_->rank(), plan_, params_, comm_stream_);
+      timeline_.open(timeline_file, comm_->rank(), buckets_.plan, params_, comm_stream_);
   });
 
   check_same_on_all_ranks(*comm_, config_.canonical() + params_.layout_canonical());
   if (config_.get_bool(config::keys::kBroadcastParameters)) broadcast_parameters();
-  engine_ = std::make_unique<Engine>([this](std::size_t b) { run_job(b); }, plan_.size());
-  timeline_.restart();
+  engine_ = std::make_unique<Engine>([this](std::size_t b) { run_job(b); }, buckets_.size());
+  observers_.add(&timeline_);
+  if (auto_) observers_.add(auto_.get());
   if (comm_->rank() == 0) log_startup(threshold_mib);
-  if (auto_) auto_->started();
+  observers_.restarted();
 }
 
 void DistributedOptimizer::install_compressor(const CompressorSettings& settings) {
   compressor_ = make_compressor(settings, params_.numels(), params_.rows(), *inner_);
   compressor_->set_stream(comm_stream_);
-  stats_.compressor = auto_ && !auto_->decided() ? "auto" : compressor_->name();
-  stats_.warmup_end_step = compressor_->warmup_end_step();
-  measure_from_step_ = std::max(stats_.warmup_end_step, steps_);
-  gradient_wire_ = settings.kind == compressors::Kind::kNone       ? "fp32"
-                   : settings.kind == compressors::Kind::kFp16     ? "fp16"
-                   : settings.kind == compressors::Kind::kPowerSgd ? "low-rank factors"
-                                                                   : "sparse";
+  compression_.installed(*compressor_, auto_ && !auto_->decided() ? "auto" : compressor_->name(),
+                         steps_);
+}
+
+std::string DistributedOptimizer::gradient_wire() const {
+  if (auto_ && !auto_->decided()) return "chosen at step 0 (auto)";
+  switch (compressor_->kind()) {
+    case compressors::Kind::kNone:
+      return "fp32";
+    case compressors::Kind::kFp16:
+      return "fp16";
+    case compressors::Kind::kPowerSgd:
+      return "low-rank factors";
+    default:
+      return "sparse";
+  }
 }
 
 void DistributedOptimizer::decide_auto() {
-  const Logger silent(LogLevel::kError, comm_->rank());
-  const CompressorSettings chosen = auto_->decide(*comm_, params_, plan_, params_.gradients(),
-                                                  steps_, comm_->rank() == 0 ? log_ : silent);
-  install_compressor(chosen);
+  install_compressor(auto_->decide(params_, buckets_.plan, params_.gradients(), steps_));
   if (auto_->chose_local_sgd()) switch_to_local_sgd();
-  bytes_at_warmup_end_ = comm_->counters()[TrafficKind::kGradient].sent_bytes;
+  compression_.restart_bytes(comm_->counters()[TrafficKind::kGradient].sent_bytes);
 }
 
 void DistributedOptimizer::switch_to_local_sgd() {
   // Nothing was averaged or exchanged yet: the policy starts from step 0 as a fixed one would.
   local_sgd_ = std::make_unique<LocalSgdAveraging>(auto_->local_sgd_settings(),
                                                    /*fp16_deltas=*/false, *comm_, *inner_, params_,
-                                                   plan_, comm_stream_);
+                                                   buckets_.plan, comm_stream_);
 }
 
 void DistributedOptimizer::log_startup(double threshold_mib) const {
@@ -123,9 +129,10 @@ void DistributedOptimizer::log_startup(double threshold_mib) const {
            "threshold %g MiB); %d ranks; inner optimizer %s; compressor %s; gradients %s over "
            "ranks; sync %s%s%s",
            params_.size(), params_.numel(), params_.numel() * 4 / 1e6,
-           plan_.describe(sizeof(float)).c_str(), threshold_mib, comm_->size(),
-           inner_->name().c_str(), stats_.compressor.c_str(), average_ ? "averaged" : "summed",
-           local_sgd_->policy().name().c_str(), amp_.describe(gradient_wire_).c_str(),
+           buckets_.plan.describe(sizeof(float)).c_str(), threshold_mib, comm_->size(),
+           inner_->name().c_str(), compression_.stats().compressor.c_str(),
+           scale_.average() ? "averaged" : "summed", local_sgd_->policy().name().c_str(),
+           amp_.describe(gradient_wire()).c_str(),
            timeline_.on() ? ("; timeline " + timeline_.path()).c_str() : "");
 }
 
@@ -150,24 +157,24 @@ void DistributedOptimizer::gradient_ready(std::size_t i) {
     throw std::logic_error("gradient_ready: parameter index " + std::to_string(i) + " of " +
                            std::to_string(params_.size()));
   }
-  if (tracker_.is_marked(i)) {
+  if (buckets_.tracker.is_marked(i)) {
     throw std::logic_error("gradient_ready: parameter '" + params_[i].spec.name +
                            "' reported ready twice in step " + std::to_string(steps_));
   }
-  if (tracker_.none_marked()) begin_gradients();
-  launch_released(tracker_.mark_ready(i));
+  if (buckets_.tracker.none_marked()) begin_gradients();
+  launch_released(buckets_.tracker.mark_ready(i));
 }
 
 void DistributedOptimizer::begin_gradients() {
-  timeline_.gradients_begin(params_.stream());
-  exchange_timed_ = false;
-  if (steps_ == measure_from_step_) {
-    bytes_at_warmup_end_ = comm_->counters()[TrafficKind::kGradient].sent_bytes;
+  observers_.gradients_begin(params_.stream());
+  buckets_.span.timed = false;
+  if (compression_.counts_from(steps_)) {
+    compression_.restart_bytes(comm_->counters()[TrafficKind::kGradient].sent_bytes);
   }
   StepFacts::Gradients& g = facts_.gradients;
   g = StepFacts::Gradients{};
   g.exchanging = local_sgd_->exchanges_gradients(steps_);
-  run_order_.clear();
+  buckets_.run_order.clear();
   if (amp_.checks_before_exchange(g.exchanging)) {
     g.job = Job::kCheck;  // each rank checks its own gradients first
   } else if (g.exchanging && auto_ && !auto_->decided()) {
@@ -181,212 +188,76 @@ void DistributedOptimizer::begin_gradients() {
   }
 }
 
-void DistributedOptimizer::launch_released(std::size_t count) {
-  if (count > 0 && auto_) auto_->bucket_released();
-  if (count == 0) return;
-  const std::size_t end = tracker_.released();
-  // Recorded even when no job runs now: auto's first step runs its exchanges after collect.
-  for (std::size_t b = end - count; b < end; ++b) timeline_.released(b, params_.stream());
-  if (facts_.gradients.job == Job::kNone) return;
-  for (std::size_t b = end - count; b < end; ++b) {
-    bucket_ready_[b].record(params_.stream());
-    // A bucket's job failed while backward went on (Note [Engine threads]): report it here.
-    if (!engine_->launch(b)) {
-      wait_engine();  // throws the failure
-      throw std::logic_error(
-          "DistributedOptimizer: the engine refused a bucket but reported no "
-          "failure");
-    }
-  }
-}
-
-void DistributedOptimizer::launch_all() {
-  for (std::size_t b = 0; b < plan_.size(); ++b) {
-    bucket_ready_[b].record(params_.stream());
-    if (!engine_->launch(b)) return;  // a job failed: the wait_engine() that follows reports it
-  }
-}
-
-void DistributedOptimizer::run_job(std::size_t b) {
-  const Job job = facts_.gradients.job;
-  StepTimeline::BucketTimes& t = timeline_.bucket(b);
-  if (job != Job::kAverageParameters) run_order_.push_back(b);
-  if (inject_.step == steps_ && inject_.bucket == b &&
-      (inject_.rank < 0 || inject_.rank == comm_->rank())) {
-    throw std::runtime_error("injected failure (test)");
-  }
-  // The bucket's data was written on the program's stream (Note [The step on a device]).
-  comm_stream_.make_current();
-  bucket_ready_[b].make_wait(comm_stream_);
-  switch (job) {
-    case Job::kExchange:
-      timeline_.mark(t.started, comm_stream_);
-      if (!exchange_timed_) exchange_begin_.record(comm_stream_);
-      exchange_timed_ = true;
-      exchange_bucket(b);
-      exchange_end_.record(comm_stream_);
-      t.exchange_ran = true;
-      if (amp_.checks_after_exchange(true)) check_bucket(b);
-      break;
-    case Job::kCheck:
-      check_bucket(b);
-      break;
-    case Job::kAverageParameters:
-      timeline_.mark(t.average_begin, comm_stream_);
-      local_sgd_->average_bucket(b);
-      timeline_.mark(t.average_end, comm_stream_);
-      t.average_ran = true;
-      break;
-    case Job::kNone:
-      break;
-  }
-}
-
-void DistributedOptimizer::check_bucket(std::size_t b) {
-  StepTimeline::BucketTimes& t = timeline_.bucket(b);
-  timeline_.mark(t.check_begin, comm_stream_);
-  if (!amp_.unscale_and_check(buckets_[b], comm_stream_)) facts_.gradients.job_overflow = true;
-  timeline_.mark(t.check_end, comm_stream_);
-  t.check_ran = true;
-}
-
-void DistributedOptimizer::exchange_bucket(std::size_t b) {
-  const compressors::BucketView& bucket = buckets_[b];
-  const compressors::ExchangePlan& plan = exchanges_[b].run(
-      *comm_, *compressor_, bucket, TrafficKind::kGradient, timeline_.exchange_times(b));
-  const float inv_n = 1.0f / static_cast<float>(comm_->size());
-  const bool average_wire = plan.dense_wire == compressors::DenseWire::kFloat16;
-  for (std::size_t pos : plan.dense) {
-    multiplier_[bucket.tensors[pos].parameter] = average_wire ? inv_n : 1.0f;
-  }
-  for (std::size_t pos : plan.sparse) multiplier_[bucket.tensors[pos].parameter] = 1.0f;
-  for (std::size_t pos : plan.low_rank) multiplier_[bucket.tensors[pos].parameter] = 1.0f;
-  if (!plan.sparse.empty()) ++stats_.sparse_exchanges;
-  if (plan.dense_fallback) ++stats_.dense_fallbacks;
-  StepFacts::Gradients& g = facts_.gradients;
-  g.dense_tensors += plan.dense.size();
-  g.sparse_tensors += plan.sparse.size();
-  g.dense_fallback = g.dense_fallback || plan.dense_fallback;
-}
-
-void DistributedOptimizer::wait_engine() {
-  const std::optional<Engine::Failure> failure = engine_->wait();
-  if (!failure) return;
-  const fusion::Bucket& b = plan_.buckets[failure->bucket];
-  const std::string context = "gradwire engine on rank " + std::to_string(comm_->rank()) +
-                              ", step " + std::to_string(steps_) + ", bucket " +
-                              std::to_string(b.index) + " of " + std::to_string(plan_.size()) +
-                              " (" + params_.bucket_names(b) + "): ";
-  tracker_.reset();
-  // Keep the exception's type (a malformed peer payload stays a PayloadError), with the context.
-  try {
-    std::rethrow_exception(failure->error);
-  } catch (const compressors::PayloadError& e) {
-    failure_ = context + e.what();
-    throw compressors::PayloadError(failure_);
-  } catch (const CommError& e) {
-    failure_ = context + e.what();
-    throw CommError(failure_);
-  } catch (const std::exception& e) {
-    failure_ = context + e.what();
-    throw std::runtime_error(failure_);
-  } catch (...) {
-    failure_ = context + "unknown exception";
-    throw std::runtime_error(failure_);
-  }
-}
-
-void DistributedOptimizer::throw_if_failed() const {
-  if (!failure_.empty()) {
-    throw std::runtime_error("DistributedOptimizer: unusable after an engine failure (" + failure_ +
-                             ")");
-  }
-}
-
-float DistributedOptimizer::target_multiplier() const {
-  return average_ ? 1.0f / static_cast<float>(comm_->size()) : 1.0f;
-}
-
 void DistributedOptimizer::collect_gradients() {
   throw_if_failed();
-  if (auto_) auto_->gradients_ready();
-  const auto wait_begin = std::chrono::steady_clock::now();
-  if (tracker_.none_marked()) {
+  observers_.gradients_ready();
+  const StepClock::time_point wait_begin = StepClock::now();
+  fusion::LaunchTracker& tracker = buckets_.tracker;
+  if (tracker.none_marked()) {
     begin_gradients();
-    launch_released(tracker_.mark_all());
-  } else if (!tracker_.all_marked()) {
+    launch_released(tracker.mark_all());
+  } else if (!tracker.all_marked()) {
     std::string missing;
     for (std::size_t i = 0; i < params_.size(); ++i) {
-      if (!tracker_.is_marked(i)) missing += (missing.empty() ? "" : ", ") + params_[i].spec.name;
+      if (!tracker.is_marked(i)) missing += (missing.empty() ? "" : ", ") + params_[i].spec.name;
     }
     wait_engine();
-    tracker_.reset();
+    tracker.reset();
     throw std::logic_error("step " + std::to_string(steps_) +
                            ": gradient_ready was not called for: " + missing);
   }
   wait_engine();
-  tracker_.reset();
+  tracker.reset();
   StepFacts::Gradients& g = facts_.gradients;
   if (g.job == Job::kCheck) {
     // Before the exchange (Note [Mixed precision in the step]): one vote, then the exchange.
     g.overflow = AmpStep::any_rank_overflowed(*comm_, g.job_overflow);
-    if (!g.overflow && g.exchanging) {
-      compressor_->begin_step(steps_);
-      g.job = Job::kExchange;
-      launch_all();
-      wait_engine();
-    }
+    if (!g.overflow && g.exchanging) exchange_all_buckets();
   } else if (g.job == Job::kExchange && amp_.enabled()) {
     g.overflow = g.job_overflow;  // checked after the exchange, the same bits on every rank
   } else if (g.auto_pending) {
     decide_auto();
     g.exchanging = local_sgd_->exchanges_gradients(steps_);
-    if (g.exchanging) {
-      compressor_->begin_step(steps_);
-      g.job = Job::kExchange;
-      launch_all();
-      wait_engine();
-    }
+    if (g.exchanging) exchange_all_buckets();
   }
   // Every job has synchronised the communication stream: the events are complete.
-  last_exchange_ms_ = g.job == Job::kExchange && exchange_timed_
-                          ? exchange_end_.elapsed_ms_since(exchange_begin_)
-                          : 0.0;
+  buckets_.span.close(g.job == Job::kExchange);
   if (g.job == Job::kExchange) {
     local_sgd_->count_gradient_exchange();
     g.exchanged = true;
-    if (log_.enabled(LogLevel::kDebug)) {
-      const double ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - wait_begin)
-              .count();
-      log_.log(LogLevel::kDebug,
-               "step %lld: %s exchange of %zu floats in %zu buckets; step() waited %.3f ms for "
-               "them (%zu dense, %zu sparse tensors%s)",
-               static_cast<long long>(steps_), compressor_->name().c_str(), params_.numel(),
-               plan_.size(), ms, g.dense_tensors, g.sparse_tensors,
-               g.dense_fallback ? ", dense fallback" : "");
-    }
+    if (log_.enabled(LogLevel::kDebug)) log_exchange(wait_begin);
   }
-  if (!g.exchanging) {
-    // A local step: this rank's own gradient is what the inner optimizer uses, unscaled.
-    std::fill(multiplier_.begin(), multiplier_.end(), target_multiplier());
-  }
+  // A local step: this rank's own gradient is what the inner optimizer uses, unscaled.
+  if (!g.exchanging) scale_.all_at_target();
 }
 
-float DistributedOptimizer::needed_scale(std::size_t i) const {
-  // See Note [Who divides by the world size].
-  const float target = target_multiplier();
-  return multiplier_[i] == target ? 1.0f : target / multiplier_[i];
+void DistributedOptimizer::exchange_all_buckets() {
+  compressor_->begin_step(steps_);
+  facts_.gradients.job = Job::kExchange;
+  launch_all();
+  wait_engine();
+}
+
+void DistributedOptimizer::log_exchange(StepClock::time_point wait_begin) const {
+  const StepFacts::Gradients& g = facts_.gradients;
+  const double ms =
+      std::chrono::duration<double, std::milli>(StepClock::now() - wait_begin).count();
+  log_.log(LogLevel::kDebug,
+           "step %lld: %s exchange of %zu floats in %zu buckets; step() waited %.3f ms for "
+           "them (%zu dense, %zu sparse tensors%s)",
+           static_cast<long long>(steps_), compressor_->name().c_str(), params_.numel(),
+           buckets_.size(), ms, g.dense_tensors, g.sparse_tensors,
+           g.dense_fallback ? ", dense fallback" : "");
 }
 
 void DistributedOptimizer::synchronize_gradients() {
   collect_gradients();
   for (std::size_t i = 0; i < params_.size(); ++i) {
-    const float scale = needed_scale(i);
+    const float scale = scale_.needed(i);
     if (scale != 1.0f) {
       kernels::scale(params_.gradient(i), scale, params_[i].spec.numel, comm_stream_);
     }
-    multiplier_[i] = target_multiplier();
+    scale_.set(i, scale_.target());
   }
   comm_stream_.synchronize();
   facts_.synchronized = true;
@@ -400,11 +271,23 @@ void DistributedOptimizer::report_loss(double loss) {
   local_sgd_->add_loss(steps_, loss);
 }
 
+void DistributedOptimizer::update(bool local, StepEnd& end) {
+  std::vector<ParameterView>& views = params_.views();
+  for (std::size_t i = 0; i < views.size(); ++i) views[i].grad_scale = scale_.needed(i);
+  end.skipped = facts_.gradients.overflow;
+  amp_.finish_step(steps_, end.skipped, log_);
+  local_sgd_->before_update(local);
+  end.update_begin = observers_.now();
+  if (!end.skipped) inner_->step(views);
+  end.update_end = observers_.now();
+}
+
 void DistributedOptimizer::step() {
   throw_if_failed();
   const bool local = !local_sgd_->exchanges_gradients(steps_);
   local_sgd_->check_loss_reported(steps_, facts_.loss_reported);
-  const auto wait_begin = timeline_.now();
+  StepEnd end;
+  end.wait_begin = observers_.now();
   if (!facts_.synchronized) {
     if (inner_->accepts_gradient_scale()) {
       collect_gradients();
@@ -412,43 +295,21 @@ void DistributedOptimizer::step() {
       synchronize_gradients();
     }
   }
-  const auto wait_end = timeline_.now();
-  std::vector<ParameterView>& views = params_.views();
-  for (std::size_t i = 0; i < views.size(); ++i) views[i].grad_scale = needed_scale(i);
-  const bool skip = facts_.gradients.overflow;
-  amp_.finish_step(steps_, skip, log_);
-  local_sgd_->before_update(local);
-  if (auto_) {
-    // Timed only for auto's check (Note [Choosing at the first step]).
-    const auto update_begin = std::chrono::steady_clock::now();
-    if (!skip) inner_->step(views);
-    auto_->update_done(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - update_begin).count());
-  } else if (!skip) {
-    inner_->step(views);
+  end.wait_end = observers_.now();
+  update(local, end);
+  if (facts_.gradients.exchanged) {
+    compression_.step_exchanged(steps_, comm_->counters()[TrafficKind::kGradient].sent_bytes);
   }
-  if (facts_.gradients.exchanged) count_compression();
-  const auto update_end = timeline_.now();
+  end.end = observers_.now();
   if (local_sgd_->averages_after(steps_)) average_parameters(/*scheduled=*/true);
-  const std::int64_t step = steps_++;
-  timeline_.record_step(step, wait_begin, wait_end, update_end, skip);
+  end.step = steps_++;
   facts_ = StepFacts{};
-  if (auto_) {
-    auto_->step_ended(*comm_, params_.stream(),
-                      comm_->rank() == 0 ? log_ : Logger(LogLevel::kError, 0));
-  }
-}
-
-void DistributedOptimizer::count_compression() {
-  if (steps_ < measure_from_step_) return;
-  ++stats_.steps_after_warmup;
-  stats_.gradient_bytes_after_warmup =
-      comm_->counters()[TrafficKind::kGradient].sent_bytes - bytes_at_warmup_end_;
+  observers_.step_ended(end);
 }
 
 void DistributedOptimizer::check_between_steps(const char* what) const {
   throw_if_failed();
-  if (!tracker_.none_marked()) {
+  if (!buckets_.tracker.none_marked()) {
     throw std::logic_error(std::string("DistributedOptimizer::") + what +
                            ": called after gradient_ready and before step() (buckets may be in "
                            "flight on the engine thread)");
@@ -470,49 +331,25 @@ void DistributedOptimizer::average_parameters(bool scheduled) {
   local_sgd_->finish_point(scheduled ? steps_ : steps_ - 1, scheduled, log_);
 }
 
-// Note [The auto choice in a checkpoint]
-// Under GRADWIRE_COMPRESSOR=auto the compressor's state is the chosen compressor's, so the choice
-// goes first, as one line: "gradwire-auto <compressor> <step>" ("-" before step 0 decided). A run
-// resumed from it builds that compressor without measuring again, so it continues as the
-// straight run would.
 void DistributedOptimizer::save_state(std::ostream& out) const {
   check_between_steps("save_state");
-  if (auto_) {
-    const AutoDecision* d = auto_->decision();
-    out << "gradwire-auto " << (d ? d->chosen : "-") << ' ' << (d ? d->step : 0) << '\n';
-  }
+  if (auto_) auto_->save_choice(out);
   write_optimizer_state(out, steps_, *compressor_, *inner_, *local_sgd_, amp_.scaler());
 }
 
 void DistributedOptimizer::load_state(std::istream& in) {
   check_between_steps("load_state");
   if (auto_) {
-    std::string tag, chosen;
-    std::int64_t step = 0;
-    in >> tag >> chosen >> step;
-    in.get();
-    if (!in || tag != "gradwire-auto") {
-      throw std::runtime_error(
-          "optimizer state: no GRADWIRE_COMPRESSOR=auto choice at its start "
-          "(written by a run with another compressor?)");
-    }
-    if (chosen != "-") {
-      if (!auto_->decided()) {
-        install_compressor(auto_->restore(chosen, step));
-        if (auto_->chose_local_sgd()) switch_to_local_sgd();  // before its state is read
-      } else if (auto_->decision()->chosen != chosen) {
-        throw std::runtime_error("optimizer state: auto chose " + chosen + ", this run " +
-                                 auto_->decision()->chosen);
-      }
+    if (const std::optional<CompressorSettings> chosen = auto_->load_choice(in)) {
+      install_compressor(*chosen);
+      if (auto_->chose_local_sgd()) switch_to_local_sgd();  // before its state is read
     }
   }
   steps_ = read_optimizer_state(in, *compressor_, *inner_, *local_sgd_, amp_.scaler());
   facts_ = StepFacts{};
   // Per-step figures of a resumed run start at the resume point.
-  measure_from_step_ = std::max(stats_.warmup_end_step, steps_);
-  stats_.steps_after_warmup = 0;
-  stats_.gradient_bytes_after_warmup = 0;
-  if (auto_) auto_->started();
+  compression_.resumed(steps_);
+  if (auto_) auto_->restarted();
 }
 
 void DistributedOptimizer::broadcast_parameters() {

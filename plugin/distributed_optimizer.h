@@ -21,15 +21,17 @@
 #include "fusion/launch_tracker.h"
 #include "kernels/stream.h"
 #include "plugin/amp_step.h"
-#include "plugin/auto_strategy.h"
-#include "plugin/exchange/bucket_exchange.h"
+#include "plugin/auto/auto_strategy.h"
 #include "plugin/comm/counting_communicator.h"
+#include "plugin/compression_counter.h"
 #include "plugin/config/config.h"
 #include "plugin/engine.h"
 #include "plugin/local_sgd_averaging.h"
 #include "plugin/logger.h"
 #include "plugin/optimizer.h"
 #include "plugin/parameter_set.h"
+#include "plugin/step_buckets.h"
+#include "plugin/step_observer.h"
 #include "plugin/step_timeline.h"
 #include "sync_policies/sync_policy.h"
 
@@ -57,23 +59,6 @@ struct DistributedOptimizerOptions {
   // Test-only: GRADWIRE_COMPRESSOR=auto's measured inputs on this rank, changed before the ranks
   // combine them (AutoStrategy::inject_measurements).
   std::function<void(AutoStrategy::Measured&)> inject_auto_measurements;
-};
-
-// What the compressor did over the run so far, on this rank.
-struct CompressionStats {
-  std::string compressor;
-  std::int64_t warmup_end_step = 0;  // first step at the final sparsity (0: no warm-up)
-  // Steps that exchanged gradients from warmup_end_step on (from the resume point, after
-  // load_state); local SGD's local steps are not among them.
-  std::int64_t steps_after_warmup = 0;
-  // Gradient bytes this rank sent over those steps (communicator counters).
-  std::uint64_t gradient_bytes_after_warmup = 0;
-  // What one step of GRADWIRE_COMPRESSOR=none would send from this rank: the fp32 allreduce of
-  // every gradient.
-  std::uint64_t dense_bytes_per_step = 0;
-  std::int64_t sparse_exchanges = 0;  // bucket exchanges that went sparse
-  // Planned sparse, sent dense (Note [When sparse falls back to dense]).
-  std::int64_t dense_fallbacks = 0;
 };
 
 // Note [Buckets in the step]
@@ -130,13 +115,13 @@ class DistributedOptimizer {
   const kernels::Stream& stream() const { return params_.stream(); }
   // The buckets (Note [Bucket plan]) and, for the last step that exchanged or checked gradients,
   // the order the engine ran their jobs in (tests check it is the plan order on every rank).
-  const fusion::BucketPlan& bucket_plan() const { return plan_; }
-  const std::vector<std::size_t>& last_run_order() const { return run_order_; }
+  const fusion::BucketPlan& bucket_plan() const { return buckets_.plan; }
+  const std::vector<std::size_t>& last_run_order() const { return buckets_.run_order; }
   // Milliseconds from the start of the last step's first bucket exchange to the end of its last,
   // on the communication stream: CUDA events on a device, the host clock on the host. The span
   // overlaps backward where the buckets went out during it. 0 after a step that exchanged no
   // gradients (a local step).
-  double last_exchange_ms() const { return last_exchange_ms_; }
+  double last_exchange_ms() const { return buckets_.span.last_ms; }
   // This rank's timeline file (GRADWIRE_TIMELINE), or "" when off.
   std::string timeline_path() const { return timeline_.path(); }
 
@@ -183,7 +168,7 @@ class DistributedOptimizer {
   // The loss scaler (scale history, skipped steps); null when GRADWIRE_AMP=0.
   const amp::LossScaler* loss_scaler() const { return amp_.scaler(); }
   // What the gradients travel as: "fp32", "fp16" or "sparse" (topk/dgc messages).
-  const std::string& gradient_wire() const { return gradient_wire_; }
+  std::string gradient_wire() const;
 
   // The whole state a resumed run needs beside the parameters: the step count, the compressor's
   // state (residuals, DGC momentum), the inner optimizer's, the sync policy's (schedule, adaptive
@@ -194,7 +179,7 @@ class DistributedOptimizer {
   void load_state(std::istream& in);
 
   const config::Config& config() const { return config_; }
-  const CompressionStats& compression_stats() const { return stats_; }
+  const CompressionStats& compression_stats() const { return compression_.stats(); }
   // GRADWIRE_COMPRESSOR=auto's measurements and choice, once made; null before, and for every
   // other compressor. See Note [Choosing at the first step].
   const AutoDecision* auto_decision() const { return auto_ ? auto_->decision() : nullptr; }
@@ -230,9 +215,12 @@ class DistributedOptimizer {
   void begin_gradients();
   // Releases what gradient_ready did not, waits for every bucket and, when AMP checks before the
   // exchange, votes on an overflow and exchanges. Afterwards each parameter's gradient times
-  // needed_scale(i) is what the inner optimizer must use (on a local step: this rank's own
+  // scale_.needed(i) is what the inner optimizer must use (on a local step: this rank's own
   // gradient, scale 1).
   void collect_gradients();
+  // The second pass of collect_gradients, once the step's exchange may start (after AMP's vote,
+  // or auto's choice): every bucket's exchange on the engine.
+  void exchange_all_buckets();
   // Hands the `count` buckets the launch tracker just released to the engine; throws the engine's
   // failure (wait_engine) if a job has failed.
   void launch_released(std::size_t count);
@@ -242,9 +230,9 @@ class DistributedOptimizer {
   // The engine's job for bucket b (Note [Buckets in the step]), on the engine thread.
   void run_job(std::size_t b);
   // Compressor and collectives over bucket b. Afterwards each of its parameters' gradient is the
-  // sum over ranks times multiplier_[i].
+  // sum over ranks times its multiplier in scale_.
   void exchange_bucket(std::size_t b);
-  // The AMP unscale-and-check of bucket b, timed from `begin`.
+  // The AMP unscale-and-check of bucket b.
   void check_bucket(std::size_t b);
   // Waits for the engine; an engine failure becomes an exception naming rank, step and bucket.
   void wait_engine();
@@ -252,15 +240,13 @@ class DistributedOptimizer {
   // For the calls that use the communicator on the calling thread: not while buckets are in
   // flight (std::logic_error), nor after an engine failure.
   void check_between_steps(const char* what) const;
-  // multiplier_ of a gradient the inner optimizer can use as it is: 1/n (average) or 1 (sum).
-  float target_multiplier() const;
-  // What the inner optimizer must multiply parameter i's gradient by.
-  float needed_scale(std::size_t i) const;
+  // AMP's decision, local SGD's anchor and the inner optimizer's update (unless AMP skips it),
+  // timed where an observer wants it; `local`: a local step.
+  void update(bool local, StepEnd& end);
   // Local SGD: averages the parameters over ranks on the engine, then the state and the schedule
   // (LocalSgdAveraging); `scheduled`: an averaging point of the policy.
   void average_parameters(bool scheduled);
-  // The per-step compression figures, once the step's gradients were exchanged.
-  void count_compression();
+  void log_exchange(StepClock::time_point wait_begin) const;
   void log_startup(double threshold_mib) const;
   // Makes the compressor of `settings` the step's (at construction, and where auto decides).
   void install_compressor(const CompressorSettings& settings);
@@ -273,40 +259,31 @@ class DistributedOptimizer {
   std::unique_ptr<Optimizer> inner_;
   config::Config config_;
   Logger log_;
-  bool average_ = true;
   ParameterSet params_;
   std::unique_ptr<compressors::Compressor> compressor_;
   // GRADWIRE_COMPRESSOR=auto; null otherwise.
   std::unique_ptr<AutoStrategy> auto_;
   // The bucket jobs' stream (Note [The step on a device]): the host, or a CUDA stream of the
-  // optimizer's own on the program's device; one event per bucket marks its gradients written.
+  // optimizer's own on the program's device.
   kernels::Stream comm_stream_ = kernels::Stream::host();
-  std::vector<kernels::Event> bucket_ready_;
-  // The step's first exchange job's start and its last one's end (last_exchange_ms); written by
-  // the engine's jobs, read once the engine is idle.
-  kernels::Event exchange_begin_, exchange_end_;
-  bool exchange_timed_ = false;
-  double last_exchange_ms_ = 0;
-  std::string gradient_wire_;
   // Tensor fusion (Note [Buckets in the step]): one view and one exchange (its reusable buffers)
   // per bucket of the flat gradient buffer.
-  fusion::BucketPlan plan_;
-  std::vector<compressors::BucketView> buckets_;
-  std::vector<BucketExchange> exchanges_;
-  fusion::LaunchTracker tracker_{fusion::BucketPlan{}};
-  std::vector<float> multiplier_;  // per parameter: 1 (sum) or 1/n (average)
+  StepBuckets buckets_;
+  GradientScale scale_;
   StepFacts facts_;
-  std::vector<std::size_t> run_order_;
-  Options::InjectedFailure inject_;
-  std::string failure_;  // set once the engine failed: the optimizer is unusable
-  CompressionStats stats_;
-  std::int64_t measure_from_step_ = 0;  // per-step figures count from here
-  std::uint64_t bytes_at_warmup_end_ = 0;
+  // Set once the engine failed (the optimizer is unusable), and the test's injected failure.
+  struct Failure {
+    std::string message;
+    Options::InjectedFailure inject;
+  } failure_;
+  CompressionCounter compression_;
   // The collaborators: local SGD (Note [Parameter averaging wire]), mixed precision
-  // (Note [Mixed precision in the step]), the timeline (Note [Timeline format]).
+  // (Note [Mixed precision in the step]), the timeline (Note [Timeline format]), and what watches
+  // the step (the timeline, auto: Note [Step observers]).
   std::unique_ptr<LocalSgdAveraging> local_sgd_;
   AmpStep amp_{AmpSettings{}, compressors::Kind::kNone};
   StepTimeline timeline_{0};
+  StepObservers observers_;
   std::int64_t steps_ = 0;
   // Last, so that it is destroyed first: its thread runs jobs over the members above.
   std::unique_ptr<Engine> engine_;

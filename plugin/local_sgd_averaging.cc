@@ -133,7 +133,7 @@ void LocalSgdAveraging::average_state() {
   std::vector<StateBuffer> buffers = *inner_.state_buffers();
   std::size_t total = 0;
   for (const auto& b : buffers) total += b.numel;
-  if (state_bucket_.tensors.empty() && total > 0) {
+  if (state_.bucket.tensors.empty() && total > 0) {
     // First time: every rank must hold the same layout, or the allreduce would mix arrays.
     std::int64_t mine[2] = {static_cast<std::int64_t>(buffers.size()),
                             static_cast<std::int64_t>(total)};
@@ -146,32 +146,32 @@ void LocalSgdAveraging::average_state() {
           std::to_string(low[0]) + " to " + std::to_string(high[0]) + " arrays, " +
           std::to_string(low[1]) + " to " + std::to_string(high[1]) + " floats)");
     }
-    state_flat_ = kernels::Buffer<float>(total, stream_);
+    state_.flat = kernels::Buffer<float>(total, stream_);
     std::size_t offset = 0;
     for (std::size_t i = 0; i < buffers.size(); ++i) {
-      state_bucket_.tensors.push_back({i, offset, buffers[i].numel});
+      state_.bucket.tensors.push_back({i, offset, buffers[i].numel});
       offset += buffers[i].numel;
     }
-    state_bucket_.data = state_flat_.data();
-    state_bucket_.numel = total;
+    state_.bucket.data = state_.flat.data();
+    state_.bucket.numel = total;
   }
   if (total == 0) return;
-  if (total != state_flat_.size() || buffers.size() != state_bucket_.tensors.size()) {
+  if (total != state_.flat.size() || buffers.size() != state_.bucket.tensors.size()) {
     throw std::runtime_error("GRADWIRE_LOCAL_SGD_AVERAGE_STATE: " + inner_.name() +
                              "'s state layout changed during the run");
   }
   std::size_t offset = 0;
   for (const auto& b : buffers) {
-    kernels::copy_bytes(state_flat_.data() + offset, b.values, b.numel * sizeof(float), stream_);
+    kernels::copy_bytes(state_.flat.data() + offset, b.values, b.numel * sizeof(float), stream_);
     offset += b.numel;
   }
   compressors::NoneCompressor fp32;
   fp32.set_stream(stream_);
-  state_exchange_.run(comm_, fp32, state_bucket_, TrafficKind::kParameter);
+  state_.exchange.run(comm_, fp32, state_.bucket, TrafficKind::kParameter);
   const float inv_n = 1.0f / static_cast<float>(comm_.size());
   offset = 0;
   for (const auto& b : buffers) {
-    kernels::scale_to(state_flat_.data() + offset, inv_n, b.values, b.numel, stream_);
+    kernels::scale_to(state_.flat.data() + offset, inv_n, b.values, b.numel, stream_);
     offset += b.numel;
   }
   stream_.synchronize();

@@ -122,9 +122,13 @@ class LocalSgdAveraging {
   std::vector<BucketExchange> exchanges_;
   kernels::Buffer<float> anchor_;
   bool anchor_valid_ = false;
-  BucketExchange state_exchange_;
-  compressors::BucketView state_bucket_;
-  kernels::Buffer<float> state_flat_;
+  // The optimizer state's averaging (Note [Optimizer state under local SGD]): one bucket over a
+  // flat copy of every state buffer.
+  struct StateAveraging {
+    BucketExchange exchange;
+    compressors::BucketView bucket;
+    kernels::Buffer<float> flat;
+  } state_;
   std::int64_t local_steps_since_average_ = 0;
   double loss_sum_ = 0.0;  // this rank's losses since the last scheduled point
   std::int64_t loss_count_ = 0;

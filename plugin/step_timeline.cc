@@ -17,7 +17,7 @@ void StepTimeline::open(const std::string& file, int rank, const fusion::BucketP
                      mb + ")");
   }
   file_ = std::make_unique<Timeline>(file, rank, tracks);
-  restart();
+  restarted();
 }
 
 StepTimeline::TimePoint StepTimeline::at(const kernels::Event& event) const {
@@ -26,9 +26,9 @@ StepTimeline::TimePoint StepTimeline::at(const kernels::Event& event) const {
   return anchor_host_ - std::chrono::round<Clock::duration>(before_anchor);
 }
 
-void StepTimeline::record_step(std::int64_t step, TimePoint wait_begin, TimePoint wait_end,
-                               TimePoint update_end, bool skipped) {
+void StepTimeline::step_ended(const StepEnd& end) {
   if (!file_) return;
+  const std::int64_t step = end.step;
   Timeline& tl = *file_;
   const auto now = Clock::now();
   // Note [Device phases on the host clock]: one anchor per step.
@@ -39,8 +39,9 @@ void StepTimeline::record_step(std::int64_t step, TimePoint wait_begin, TimePoin
   std::snprintf(name, sizeof name, "step %lld", static_cast<long long>(step));
   tl.span(0, name, previous_step_end_, now, step);
   tl.instant(0, name, now, step);
-  tl.span(0, "step() waits for buckets", wait_begin, wait_end, step);
-  tl.span(0, skipped ? "step skipped (overflow)" : "inner optimizer", wait_end, update_end, step);
+  tl.span(0, "step() waits for buckets", end.wait_begin, end.wait_end, step);
+  tl.span(0, end.skipped ? "step skipped (overflow)" : "inner optimizer", end.wait_end, end.end,
+          step);
   const bool any_gradients = std::any_of(times_.begin(), times_.end(), [](const BucketTimes& t) {
     return t.check_ran || t.exchange_ran;
   });

@@ -15,6 +15,7 @@
 #include "kernels/stream.h"
 #include "plugin/exchange/bucket_exchange.h"
 #include "plugin/parameter_set.h"
+#include "plugin/step_observer.h"
 #include "plugin/timeline.h"
 
 namespace gw {
@@ -33,7 +34,7 @@ namespace gw {
 // other; the step's device spans as a whole sit late on the host clock by the time the host takes
 // to see the anchor complete (microseconds). Taking a new anchor every step keeps each difference
 // short, so neither clock drift nor the float milliseconds CUDA reports accumulate over a run.
-class StepTimeline {
+class StepTimeline final : public StepObserver {
  public:
   using Clock = Timeline::Clock;
   using TimePoint = Clock::time_point;
@@ -71,19 +72,18 @@ class StepTimeline {
   BucketTimes& bucket(std::size_t b) { return times_[b]; }
   // Where the bucket exchange records its phases; null when off.
   ExchangeTimes* exchange_times(std::size_t b) { return on() ? &times_[b].exchange : nullptr; }
-  // The step's first gradient_ready (or step() without any), on the program's stream.
-  void gradients_begin(const kernels::Stream& program) { mark(first_ready_, program); }
-  void released(std::size_t b, const kernels::Stream& program) {
+  // StepObserver (Note [Step observers]): the step's first gradient_ready and each bucket's
+  // release, as events on the program's stream; at the step's end, its events written (step()
+  // waited for buckets from wait_begin to wait_end, then the inner optimizer ran, or was skipped
+  // on an overflow, until end: host times) and the file flushed, after waiting for the
+  // communication stream. restarted(): the next step's span begins now.
+  bool wants_times() const override { return on(); }
+  void restarted() override { previous_step_end_ = now(); }
+  void gradients_begin(const kernels::Stream& program) override { mark(first_ready_, program); }
+  void bucket_released(std::size_t b, const kernels::Stream& program) override {
     mark(times_[b].released, program);
   }
-
-  // Writes the step's events (step() waited for buckets from wait_begin to wait_end, then the
-  // inner optimizer ran, or was skipped on an overflow, until update_end: host times) and flushes
-  // the file. Waits for the communication stream first.
-  void record_step(std::int64_t step, TimePoint wait_begin, TimePoint wait_end,
-                   TimePoint update_end, bool skipped);
-  // Where the next step's span begins: now.
-  void restart() { previous_step_end_ = now(); }
+  void step_ended(const StepEnd& end) override;
 
  private:
   // Where `event` lies on the host clock (Note [Device phases on the host clock]).

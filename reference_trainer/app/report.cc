@@ -169,7 +169,7 @@ nlohmann::json auto_json(const std::optional<AutoDecision>& decision) {
                           {"backward_on_host", s.backward_on_host}};
   };
   return {
-      {"chosen", d.chosen},
+      {"chosen", to_string(d.chosen)},
       {"step", d.step},
       {"how", d.how},
       {"measure_seconds", d.measure_seconds},

@@ -48,7 +48,7 @@ TEST(Kind, EachCompressorNamesItsKind) {
 }
 
 // GRADWIRE_COMPRESSOR accepts exactly the kinds, in the same order, and then auto, which chooses
-// among them (plugin/auto_strategy.h): the registry's choices are what the configuration error
+// among them (plugin/auto/auto_strategy.h): the registry's choices are what the configuration error
 // and the README table list.
 TEST(Kind, GradwireCompressorAcceptsExactlyTheKindsAndAuto) {
   std::vector<std::string> kinds;

@@ -1,7 +1,7 @@
 // GRADWIRE_COMPRESSOR=auto's cost model (Note [The auto cost model]) on synthetic inputs: the link
 // fit, the predicted step against the formulas, the ordering they give, the accuracy bound, and
 // the edge cases that must keep dense.
-#include "plugin/auto_cost_model.h"
+#include "plugin/auto/cost_model.h"
 
 #include <gtest/gtest.h>
 

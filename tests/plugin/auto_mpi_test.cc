@@ -7,8 +7,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "plugin/auto_cost_model.h"
+#include "plugin/auto/cost_model.h"
 #include "plugin_test_util.h"
+#include "../common/temp_dir.h"
 #include "reference_trainer/optim/sgd.h"
 #include "sync_policies/sync_policy.h"
 
@@ -68,7 +69,7 @@ TEST(Auto, EveryRankTakesTheSameChoiceWhateverItMeasured) {
   EXPECT_EQ(d->step, 0);
   if (n == 1) {
     EXPECT_EQ(d->how, "one rank");
-    EXPECT_EQ(d->chosen, "none");  // nothing to exchange: no link to save, codecs cost
+    EXPECT_EQ(d->chosen, AutoOption::kNone);  // nothing to exchange: no link to save, codecs cost
     return;
   }
   EXPECT_EQ(d->how, "measured");
@@ -81,7 +82,7 @@ TEST(Auto, EveryRankTakesTheSameChoiceWhateverItMeasured) {
       autotune::choose(d->link, d->inputs, d->candidates, d->max_accuracy_drop_points);
   EXPECT_EQ(d->choice.chosen, expected.chosen);
   const std::string want = n > 2 ? "none" : "fp16";
-  EXPECT_EQ(d->chosen, want);
+  EXPECT_EQ(to_string(d->chosen), want);
   EXPECT_EQ(opt.compression_stats().compressor, want);
   for (double c : gathered(*comm, static_cast<double>(d->choice.chosen))) {
     EXPECT_EQ(c, static_cast<double>(d->choice.chosen));
@@ -225,7 +226,7 @@ TEST(Auto, TheChosenCompressorRunsExactlyAsTheFixedOne) {
     chosen.step();
   }
   ASSERT_NE(chosen.auto_decision(), nullptr);
-  EXPECT_EQ(chosen.auto_decision()->chosen, "dgc");
+  EXPECT_EQ(chosen.auto_decision()->chosen, AutoOption::kDgc);
   EXPECT_TRUE(static_cast<trainer::Sgd&>(chosen.inner()).momentum_released());
   EXPECT_EQ(auto_model.flat(), fixed_model.flat());  // bit for bit
   EXPECT_EQ(chosen.compression_stats().sparse_exchanges,
@@ -269,7 +270,7 @@ TEST(Auto, ACheckpointCarriesTheChoiceAndTheRunContinuesExactly) {
   ASSERT_NE(resumed.auto_decision(), nullptr);
   EXPECT_EQ(resumed.auto_decision()->how, "restored from a checkpoint");
   EXPECT_EQ(resumed.auto_decision()->chosen, straight.auto_decision()->chosen);
-  EXPECT_EQ(resumed.compression_stats().compressor, straight.auto_decision()->chosen);
+  EXPECT_EQ(resumed.compression_stats().compressor, to_string(straight.auto_decision()->chosen));
   for (int step = 6; step < 12; ++step) {
     resumed_model.gradients(resumed, rank, step);
     resumed.step();
@@ -337,6 +338,39 @@ TEST(Auto, RefusesWhatItCannotChooseBeforeAnythingIsSent) {
           "GRADWIRE_LOCAL_SGD_BEGIN_STEP=5 has no effect under GRADWIRE_SYNC=auto");
 }
 
+// The accuracy costs are data (Note [Accuracy costs as data]): a file of a program's own figures
+// replaces gradwire's, on every rank, before anything is sent.
+TEST(Auto, AnAccuracyFileDecidesWhatMayBeChosen) {
+  const auto comm = world();
+  testing::TempDir dir("gw_auto_accuracy");
+  const std::string file = dir.file("accuracy.json");
+  std::ofstream(file) << R"({"entries": [{"candidate": "dgc", "parameter": 0, "drop_points": 5,
+                          "seeds": 1, "strategy": "mine"}]})";
+  Model model;
+  try {
+    DistributedOptimizer opt(comm, momentum_sgd(), model.specs(),
+                             settings({{keys::kCompressor, "auto"},
+                                       {keys::kAutoCandidates, "dgc"},
+                                       {keys::kAutoAccuracyFile, file.c_str()}}));
+    ADD_FAILURE() << "dgc was allowed with a 5-point loss";
+  } catch (const config::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("dgc: lost 5.0"), std::string::npos) << e.what();
+  }
+  // Within the bound, the same file's dgc may be chosen (one rank: the first eligible).
+  std::ofstream(file) << R"({"entries": [{"candidate": "dgc", "parameter": 0, "drop_points": 0.1,
+                          "seeds": 1, "strategy": "mine"}]})";
+  DistributedOptimizer opt(comm, momentum_sgd(), model.specs(),
+                           settings({{keys::kCompressor, "auto"},
+                                     {keys::kAutoCandidates, "dgc"},
+                                     {keys::kAutoAccuracyFile, file.c_str()}}));
+  EXPECT_EQ(opt.auto_decision(), nullptr);  // it decides at step 0
+  std::ofstream(file) << "{";
+  EXPECT_THROW(DistributedOptimizer(comm, momentum_sgd(), model.specs(),
+                                    settings({{keys::kCompressor, "auto"},
+                                              {keys::kAutoAccuracyFile, file.c_str()}})),
+               config::ConfigError);
+}
+
 TEST(Auto, UnderSyncAutoLocalSgdIsACandidateAndRunsExactlyAsTheFixedOne) {
   const auto comm = world();
   const int rank = comm->rank();
@@ -375,7 +409,7 @@ TEST(Auto, UnderSyncAutoLocalSgdIsACandidateAndRunsExactlyAsTheFixedOne) {
     }
   }
   const AutoDecision& d = *chosen.auto_decision();
-  EXPECT_EQ(d.chosen, "local_sgd");
+  EXPECT_EQ(d.chosen, AutoOption::kLocalSgd);
   const autotune::Candidate& local = d.candidates[index_of(d, "local_sgd")];
   EXPECT_EQ(local.period, 4.0);
   // Its averaging is dense's exchange: measured once, for none, not again for local_sgd.
@@ -398,7 +432,7 @@ TEST(Auto, UnderSyncAutoLocalSgdIsACandidateAndRunsExactlyAsTheFixedOne) {
   resumed_options.config.set(keys::kBroadcastParameters, "0");
   DistributedOptimizer resumed(comm, momentum_sgd(), resumed_model.specs(), resumed_options);
   resumed.load_state(state);
-  EXPECT_EQ(resumed.auto_decision()->chosen, "local_sgd");
+  EXPECT_EQ(resumed.auto_decision()->chosen, AutoOption::kLocalSgd);
   for (int step = 6; step < 12; ++step) {
     resumed_model.gradients(resumed, rank, step);
     resumed.step();

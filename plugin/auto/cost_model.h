@@ -1,6 +1,6 @@
 // GRADWIRE_COMPRESSOR=auto's cost model: the step time each candidate compressor would take, from
 // the measured link, the measured compute and each candidate's bytes, collectives and codec time
-// per step, and the choice among them. Pure: no communicator, no clock; plugin/auto_strategy.h
+// per step, and the choice among them. Pure: no communicator, no clock; plugin/auto/auto_strategy.h
 // measures the inputs.
 #pragma once
 
@@ -38,7 +38,7 @@ namespace gw::autotune {
 //   step_c = max(compute + update + x_c / K,  b_c beta / K)
 // with x_c from the formulas above for b bytes sent at once (the burst applies once per averaging).
 // A real exchange is run where its bytes take at most kTrialExchangeSeconds at beta
-// (plugin/auto_strategy.h): it holds what the model leaves out (the receiving side's checks,
+// (plugin/auto/auto_strategy.h): it holds what the model leaves out (the receiving side's checks,
 // merges and decode, and ranks that wait on one another). Then
 //   step_c = max(compute + update + max(0, t_c, x_c - overlap),  b_c beta)
 // where overlap is the backward time left after the first bucket is released (the buckets'
@@ -70,7 +70,7 @@ struct ProbePoint {
   double seconds = 0;
 };
 
-// The probes run back to back after an idle spell (kRefillSeconds, plugin/auto_strategy.h), each
+// The probes run back to back after an idle spell (kRefillSeconds, plugin/auto/auto_strategy.h), each
 // twice the one before, the last one long enough to run at the sustained rate throughout: a
 // token bucket, full at the start, lets the first ones through at its burst rate and is empty
 // before the last. So: alpha as given; beta the last probe's (time - alpha) / bytes; B what the

@@ -1,26 +1,34 @@
-// GRADWIRE_COMPRESSOR=auto: at the first step, measures the link (probe allreduces), the compute
-// (the program's first forward and backward) and each candidate compressor's bytes and work
-// (trial encodes and exchanges of the first gradients; under GRADWIRE_SYNC=auto local SGD too),
-// predicts each candidate's step time
-// (Note [The auto cost model], plugin/auto_cost_model.h), and has every rank take rank 0's choice.
-// Afterwards it checks the prediction against the steps that follow.
+// GRADWIRE_COMPRESSOR=auto: at the first step, measures the link (link_probe.h), the compute
+// (the program's first forward and backward) and each candidate's bytes and work (trials.h; under
+// GRADWIRE_SYNC=auto local SGD too), combines the ranks' measurements (measured.h), predicts each
+// candidate's step time and chooses (Note [The auto cost model], cost_model.h), and has every rank
+// take rank 0's choice. Afterwards it checks the prediction against the steps that follow.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <iosfwd>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "fusion/bucket_plan.h"
-#include "plugin/auto_cost_model.h"
+#include "plugin/auto/accuracy_table.h"
+#include "plugin/auto/auto_option.h"
+#include "plugin/auto/candidates.h"
+#include "plugin/auto/cost_model.h"
+#include "plugin/auto/link_probe.h"
+#include "plugin/auto/measured.h"
+#include "plugin/auto/trials.h"
 #include "plugin/comm/counting_communicator.h"
 #include "plugin/compressor_factory.h"
 #include "plugin/config/config.h"
 #include "plugin/logger.h"
 #include "plugin/optimizer.h"
 #include "plugin/parameter_set.h"
+#include "plugin/step_observer.h"
 #include "plugin/sync_settings.h"
 
 namespace gw {
@@ -42,7 +50,7 @@ namespace gw {
 //  - the compute: from the optimizer's construction (or load_state) to step 0's gradients, and
 //    the backward after the first bucket's release (the overlap).
 //  - each candidate, on a copy of step 0's gradients: a trial compressor at its steady state
-//    (past its warm-up) encodes every bucket (BucketExchange::trial), which gives its bytes and
+//    (past its warm-up) encodes every bucket (BucketExchange::trial; trials.h), which gives its bytes and
 //    collectives per step and its local work (once untimed, as the first pass pays for
 //    allocating and touching its buffers, then the median of kTrialPasses; a candidate that may
 //    not be chosen, over the accuracy bound, once, for its report line).
@@ -60,18 +68,10 @@ namespace gw {
 // the chosen candidate's prediction from them with the median step it measured (the mean for
 // local SGD, whose averaging lengthens one step in K): the model's error. It does
 // not decide again: a switch would throw away a compressor's residuals and momentum.
-inline constexpr int kLatencyProbes = 5;
-inline constexpr std::size_t kFirstProbeFloats = 4096;  // 16 KiB
-inline constexpr double kProbeSeconds = 0.06;
-inline constexpr double kRefillSeconds = 0.06;
-inline constexpr char kLocalSgd[] = "local_sgd";  // the candidate GRADWIRE_SYNC=auto adds
-inline constexpr int kTrialPasses = 3;
-inline constexpr int kTrialExchanges = 3;
-inline constexpr double kTrialExchangeSeconds = 0.02;
 
 // What auto measured and chose, the same on every rank (the report's "auto" entry).
 struct AutoDecision {
-  std::string chosen;  // the compressor's name
+  AutoOption chosen = AutoOption::kNone;
   std::int64_t step = 0;
   std::string how;                // "measured", "one rank", "restored from a checkpoint"
   double measure_seconds = 0;     // probes and trials, on this rank
@@ -93,12 +93,24 @@ struct AutoDecision {
   double measured_step_s = 0;         // the median step (local SGD: the mean), end to end
 };
 
-class AutoStrategy {
+// The step's phases auto times on the host clock: step 0's compute and overlap, and the compute,
+// update and overlap of the steps after the decision (Note [Choosing at the first step]).
+struct AutoTiming {
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point started{}, first_release{}, ready{}, last_end{};
+  bool released = false;
+  bool skip_next = false;  // the step that decided: not one of the checked steps
+  std::vector<double> compute, update, overlap, interval;
+};
+
+class AutoStrategy final : public StepObserver {
  public:
   // Reads GRADWIRE_AUTO_* and lists the candidates; throws config::ConfigError (before anything
-  // is sent) for an unknown name or when none could be chosen.
+  // is sent) for an unknown name, a bad accuracy file, or when none could be chosen. `comm` and
+  // `log` (rank 0's logger; others pass a silent one) serve the check after the decision.
   AutoStrategy(const config::Config& config, const CompressorSettings& settings,
-               const SyncSettings& sync, const Optimizer& inner, const ParameterSet& params);
+               const SyncSettings& sync, const Optimizer& inner, const ParameterSet& params,
+               CountingCommunicator& comm, Logger log);
 
   bool decided() const { return decision_.has_value(); }
   // It chose local SGD: the optimizer switches to local_sgd_settings() (and no compressor).
@@ -106,50 +118,61 @@ class AutoStrategy {
   SyncSettings local_sgd_settings() const { return sync_.local_sgd(); }
   const AutoDecision* decision() const { return decision_ ? &*decision_ : nullptr; }
 
-  // Timing hooks from the optimizer's step (steady clock).
-  void started();          // construction or load_state done: the compute starts here
-  void bucket_released();  // a bucket's gradients are final
-  void gradients_ready();  // step() collects the gradients
-  void update_done(double seconds);
-  // `log`: where the check's one line goes (rank 0's logger; others pass a silent one).
-  // Collective once, at the check's last step (every rank reaches it together).
-  void step_ended(Communicator& comm, const kernels::Stream& stream, const Logger& log);
-
   // Collective, at step 0 with the engine idle: measures, decides, and returns the settings to
   // build the compressor with. `gradients`: the flat gradient buffer (read, not changed).
-  CompressorSettings decide(CountingCommunicator& comm, const ParameterSet& params,
-                            const fusion::BucketPlan& plan, const float* gradients,
-                            std::int64_t step, const Logger& log);
-  // A checkpoint's choice (load_state).
+  CompressorSettings decide(const ParameterSet& params, const fusion::BucketPlan& plan,
+                            const float* gradients, std::int64_t step);
+  // A checkpoint's choice (load_state); throws std::runtime_error for a name that is not among
+  // this run's candidates.
   CompressorSettings restore(const std::string& chosen, std::int64_t step);
+  // The choice at the start of the optimizer's state (Note [The auto choice in a checkpoint]).
+  // load_choice returns the settings to build the compressor with where it restored a choice
+  // (none where the state was saved before step 0 decided, or this run has decided already);
+  // throws std::runtime_error on a state without the line, or one that chose otherwise.
+  void save_choice(std::ostream& out) const;
+  std::optional<CompressorSettings> load_choice(std::istream& in);
 
   // Test-only: changes this rank's measured inputs before the ranks combine them.
-  struct Measured {
-    autotune::StepInputs step;
-    // Per candidate (Note [The auto cost model]); exchange_s and last_exchange_s negative where
-    // no real exchange ran; local_sgd's for one averaging (decide() spreads them over K steps).
-    std::vector<double> codec_s, bytes_per_step, last_codec_s, last_bytes, exchange_s,
-        last_exchange_s;
-  };
+  using Measured = AutoMeasured;
   std::function<void(Measured&)> inject_measurements;
 
+  // StepObserver (Note [Step observers]): the compute and overlap it measures, and the check.
+  bool wants_times() const override;
+  void restarted() override;
+  void bucket_released(std::size_t b, const kernels::Stream& program) override;
+  void gradients_ready() override;
+  void step_ended(const StepEnd& end) override;
+
  private:
-  using Clock = std::chrono::steady_clock;
-  CompressorSettings settings_for(const std::string& name) const;
-  void log_decision(const Logger& log) const;
+  // Step 0 on several ranks: the link, then each candidate's codec, then the cheap ones' real
+  // exchanges (Note [Choosing at the first step]).
+  void measure_exchanges(const ParameterSet& params, const fusion::BucketPlan& plan,
+                         const float* gradients, AutoDecision& d, Measured& m);
+  void measure_candidates(const ParameterSet& params, TrialBuckets& buckets,
+                          const WireEstimate& wire, AutoDecision& d, Measured& m,
+                          std::vector<double>& cheap);
+  void time_exchanges(const ParameterSet& params, TrialBuckets& buckets, AutoDecision& d,
+                      Measured& m, const std::vector<double>& cheap);
+  // Candidate i takes dense's figures (its exchange is dense's): dense's index, else none.
+  std::optional<std::size_t> same_as_dense(std::size_t i) const;
+  std::unique_ptr<compressors::Compressor> trial_compressor(std::size_t i,
+                                                            const ParameterSet& params) const;
+  void agree_on_choice(AutoDecision& d, const kernels::Stream& stream);
+  // The check once its steps are measured (collective).
+  void finish_check();
+  void log_decision() const;
 
   CompressorSettings settings_;
   SyncSettings sync_;
   std::optional<SgdMomentum> momentum_;
-  std::vector<autotune::Candidate> candidates_;
+  CountingCommunicator& comm_;
+  Logger log_;
+  kernels::Stream stream_;
+  CandidateList candidates_;
   double max_drop_ = 0;
   std::int64_t check_steps_ = 0;
   std::optional<AutoDecision> decision_;
-  Clock::time_point started_{}, first_release_{}, ready_{}, last_end_{};
-  bool released_ = false;
-  bool skip_next_ = false;  // the step that decided: not one of the checked steps
-  double update_s_ = 0;
-  std::vector<double> compute_, update_, overlap_, interval_;
+  AutoTiming timing_;
 };
 
 }  // namespace gw

@@ -1,4 +1,4 @@
-#include "plugin/auto_cost_model.h"
+#include "plugin/auto/cost_model.h"
 
 #include <algorithm>
 #include <cmath>
