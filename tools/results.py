@@ -27,6 +27,8 @@ import sys
 import tempfile
 from contextlib import redirect_stderr, redirect_stdout
 
+import strategies_file
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STRATEGIES = "benchmarks/strategies.json"
 REPORTS = "docs/reports"
@@ -897,7 +899,7 @@ def broken_links(results_text):
 
 
 def outputs():
-    spec = load(STRATEGIES)
+    spec = strategies_file.load(os.path.join(ROOT, STRATEGIES))
     manifest = load(f"{REPORTS}/manifest.json")
     a = Accuracy(spec)
     files = {RESULTS: render_results(a, manifest)}

@@ -24,6 +24,8 @@ import subprocess
 import sys
 import time
 
+import strategies_file
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STRATEGIES = os.path.join(ROOT, "benchmarks", "strategies.json")
 REPORTS = os.path.join(ROOT, "docs", "reports")
@@ -149,14 +151,9 @@ def accuracy_runs(spec, build):
     run = spec["accuracy_run"]
     baseline = next(s for s in spec["strategies"] if s["name"] == spec["baseline"])
     default_seeds = baseline["accuracy"]["seeds"][:1]
-    fill = {"{steps_per_epoch}": str(run["steps_per_epoch"])}
     for s in spec["strategies"]:
         seeds = s["accuracy"]["seeds"] if "accuracy" in s else default_seeds
-        env = {}
-        for k, v in s["env"].items():
-            for p, value in fill.items():
-                v = v.replace(p, value)
-            env[k] = v
+        env = strategies_file.environment(s["env"], run["steps_per_epoch"])
         for seed in seeds:
             name = f"accuracy_mlp_{s['name']}_seed{seed}.json"
             yield name, env, run["ranks"], run["args"] + ["--seed", str(seed)], "accuracy" in s
@@ -178,8 +175,10 @@ def main():
         write_stamp(build)
         return
     launcher = os.path.join(build, "bin", "gw_mpiexec")
-    with open(STRATEGIES) as f:
-        spec = json.load(f)
+    try:
+        spec = strategies_file.load(STRATEGIES)
+    except strategies_file.StrategiesError as e:
+        sys.exit(f"[results] {e}")
 
     # Order: the strategies with accuracy expectations, the benchmarks, then the other strategies.
     checked, others, benches = [], [], []
