@@ -1,0 +1,110 @@
+"""The generated files: RESULTS.md whole, the marked tables of README.md and docs/STRATEGIES.md,
+and the accuracy costs GRADWIRE_COMPRESSOR=auto reads; and the check of links into RESULTS.md."""
+import os
+import re
+
+import strategies_file
+
+from . import inputs
+from .accuracy import Accuracy
+from .benches import render_benches
+from .gpu import render_gpu
+from .inputs import (AUTO_ACCURACY, FROM_REPORTS, GENERATED, README, REPORTS, RESULTS,
+                     STRATEGIES, STRATEGIES_DOC, InputError, load)
+from .lowband import render_lowband
+
+
+def render_results(acc_, manifest):
+    out = ["# Results", "", GENERATED.format(FROM_REPORTS), "",
+           "Every figure here is read from a committed report: `docs/reports/` (made by "
+           "`./gradwire.sh results --run`, which records each one's command, commit and date in "
+           "`docs/reports/manifest.json`), `docs/lowband/report.json` and "
+           "`docs/lowband/runs/`. `./gradwire.sh results` "
+           "renders this file; the `results_current` test fails when it is out of date.", "",
+           "- [Accuracy against traffic](#accuracy-against-traffic)",
+           "- [Benchmarks](#benchmarks): [allreduce](#allreduce), [compression](#compression), "
+           "[fusion](#fusion), [overlap](#overlap)",
+           "- [Low-bandwidth runs](#low-bandwidth-runs)", "- [GPU](#gpu)", ""]
+    out += acc_.render(manifest) + [""]
+    out += render_benches(manifest) + [""]
+    out += render_lowband(manifest) + [""]
+    out += render_gpu()
+    return "\n".join(out) + "\n"
+
+
+def splice(text, name, lines, rel, source):
+    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+    if text.count(begin) != 1 or text.count(end) != 1 or text.index(begin) > text.index(end):
+        raise InputError(f"{rel} needs exactly one {begin} ... {end} pair")
+    head, rest = text.split(begin)
+    _, tail = rest.split(end)
+    body = [GENERATED.format(source)] + lines
+    return head + begin + "\n" + "\n".join(body) + "\n" + end + tail
+
+
+def slug(heading):
+    """The anchor GitHub gives a Markdown heading."""
+    text = heading.strip().lower()
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def broken_links(results_text):
+    """Links into RESULTS.md from README.md and docs/*.md whose #anchor is no heading of it."""
+    anchors = {slug(line.lstrip("#")) for line in results_text.splitlines()
+               if line.startswith("#")}
+    bad = []
+    paths = [README] + sorted(f"docs/{n}" for n in os.listdir(os.path.join(inputs.ROOT, "docs"))
+                              if n.endswith(".md"))
+    for rel in paths:
+        with open(os.path.join(inputs.ROOT, rel)) as f:
+            for n, line in enumerate(f, 1):
+                for anchor in re.findall(r"RESULTS\.md#([\w-]+)", line):
+                    if anchor not in anchors:
+                        bad.append(f"{rel}:{n}: RESULTS.md#{anchor} is no heading of RESULTS.md")
+    return bad
+
+
+def outputs():
+    spec = strategies_file.load(os.path.join(inputs.ROOT, STRATEGIES))
+    manifest = load(f"{REPORTS}/manifest.json")
+    a = Accuracy(spec)
+    files = {RESULTS: render_results(a, manifest)}
+    with open(os.path.join(inputs.ROOT, README)) as f:
+        files[README] = splice(f.read(), "strategies-table", a.readme_table(), README,
+                               FROM_REPORTS)
+    with open(os.path.join(inputs.ROOT, STRATEGIES_DOC)) as f:
+        files[STRATEGIES_DOC] = splice(f.read(), "strategy-settings", a.settings_block(),
+                                       STRATEGIES_DOC, STRATEGIES)
+    files[AUTO_ACCURACY] = auto_accuracy(a)
+    return files
+
+
+def auto_accuracy(a):
+    """The accuracy cost of each candidate at its defaults, for GRADWIRE_COMPRESSOR=auto
+    (Note [The auto cost model]): every strategy that sets only GRADWIRE_COMPRESSOR (and
+    powersgd's rank), or only local SGD and its period, and has reports, its mean final accuracy
+    against dense's over its seeds."""
+    lines = ["// " + GENERATED.format(FROM_REPORTS)[5:-4],
+             "// GW_AUTO_ACCURACY(candidate, powersgd's rank or local_sgd's period or 0, drop in",
+             "//                  points vs dense, seeds, strategy): the mean final test accuracy",
+             "// dense's runs reached minus the strategy's, over the same seeds (the accuracy runs",
+             "// of benchmarks/strategies.json: 4 ranks, the MLP, 3 epochs). An X-macro list."]
+    for s in a.strategies:
+        if s.reports is None or s is a.base:
+            continue
+        keys = set(s.env)
+        if keys - {"GRADWIRE_POWERSGD_RANK"} == {"GRADWIRE_COMPRESSOR"}:
+            candidate = s.env["GRADWIRE_COMPRESSOR"]
+            if candidate == "auto":
+                continue  # it chooses among the others
+            parameter = int(s.env.get("GRADWIRE_POWERSGD_RANK", "1")) \
+                if candidate == "powersgd" else 0
+        elif keys == {"GRADWIRE_SYNC", "GRADWIRE_LOCAL_SGD_K"} and \
+                s.env["GRADWIRE_SYNC"] == "local_sgd":
+            candidate, parameter = "local_sgd", int(s.env["GRADWIRE_LOCAL_SGD_K"])
+        else:
+            continue
+        lines.append(f'GW_AUTO_ACCURACY("{candidate}", {parameter}, {100 * a.drop(s):.2f}, '
+                     f'{len(s.reports)}, "{s.name}")')
+    return "\n".join(lines) + "\n"
