@@ -22,14 +22,14 @@
 #                 (root; benchmarks/lowband/gradwire_lowband.py --help; report in ./build/lowband/)
 #   gpu-check [--kit DIR | --prefix DIR] [--report PATH]  on a machine with a GPU: build
 #                 ./build-gpu (CUDA on), run the GPU tests (ctest -L '^gpu$') and the benchmarks'
-#                 --device cuda modes, write docs/gpu/<date>_<GPU>.json and .md (or PATH); fails
+#                 --device cuda modes, write results/gpu/<date>_<GPU>.json and .md (or PATH); fails
 #                 if a GPU test fails or skips. Dependencies: --kit, a staged offline kit (unpacked
 #                 into ./build-gpu-deps), --prefix, one unpacked before, or else the system's.
 #                 Without a usable GPU: exit 3 before building anything (docs/GPU.md)
 #   readme-table  regenerate docs/CONFIGURATION.md's table of GRADWIRE_* variables from the registry
 #   results [--run [REPORTS]|--check]  render docs/RESULTS.md and the strategy tables of README.md
 #                 and docs/STRATEGIES.md from the committed reports (tools/results.py); --run first
-#                 builds and makes the reports into docs/reports/ (tools/run_reports.py: every
+#                 builds and makes the reports into results/reports/ (tools/run_reports.py: every
 #                 strategy's accuracy run and the benchmarks, minutes each, one at a time; REPORTS
 #                 picks some, e.g. bench or accuracy_mlp_dgc_seed42.json); --check changes nothing
 #                 and fails if a generated file is out of date
@@ -575,7 +575,7 @@ print(next(x["compute_capability"] for x in d["devices"] if x["usable"]).replace
 
   # The GPU tests: the label gpu exactly (a regular expression; plain gpu matches gpu-check too),
   # and gpu-multi (a GPU per rank) where the driver finds two usable GPUs.
-  local bin=$GPU_BUILD_DIR/bin ctest_rc=0 rc=0 where=(--out-dir "$ROOT/docs/gpu") labels='^gpu$' gpus
+  local bin=$GPU_BUILD_DIR/bin ctest_rc=0 rc=0 where=(--out-dir "$ROOT/results/gpu") labels='^gpu$' gpus
   gpus=$(python3 -c 'import json, sys
 print(sum(1 for x in json.load(sys.stdin)["devices"] if x["usable"]))' <<<"$GPU_PROBE" 2>/dev/null ||
     echo 1)

@@ -11,7 +11,7 @@ Inputs, all written by gpu-check into its build tree:
              command
   --facts    a JSON object: date, commit, the GPU probe (tools/gpu_probe.py), nvidia-smi's
              answers, the toolkit, where the dependencies came from, the build tree
-The report is docs/gpu/<date>_<GPU name>.json (--out-dir) or --out, and the same path with .md.
+The report is results/gpu/<date>_<GPU name>.json (--out-dir) or --out, and the same path with .md.
 
 Skipped is not passed (Note "Skipped is not passed", cmake/GradwireTesting.cmake): on a machine
 with a GPU, a GPU test that skips, or does not run, tested nothing, so the verdict is "failed",

@@ -8,10 +8,10 @@
             test suite's environment (GRADWIRE_TEST_ENV: OPENBLAS_NUM_THREADS=1, and for Open MPI
             OMPI_MCA_btl_vader_single_copy_mechanism=none). A strategy with an accuracy block runs
             once per seed of that block; one without runs the baseline's first seed only.
-            -> docs/reports/accuracy_mlp_<name>_seed<seed>.json
-  bench     the four benchmarks as ./gradwire.sh bench runs them -> docs/reports/bench/<name>.json
+            -> results/reports/accuracy_mlp_<name>_seed<seed>.json
+  bench     the four benchmarks as ./gradwire.sh bench runs them -> results/reports/bench/<name>.json
 
-Every report written is entered in docs/reports/manifest.json with the command, its environment,
+Every report written is entered in results/reports/manifest.json with the command, its environment,
 the commit the binaries were built from (and whether the tree had changes), the date and the
 machine. Runs go one at a time. Python 3 standard library only.
 """
@@ -28,7 +28,7 @@ import strategies_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STRATEGIES = os.path.join(ROOT, "benchmarks", "strategies.json")
-REPORTS = os.path.join(ROOT, "docs", "reports")
+REPORTS = os.path.join(ROOT, "results", "reports")
 MANIFEST = os.path.join(REPORTS, "manifest.json")
 
 # What ./gradwire.sh bench runs, in its order: (name, ranks or None for a single process, args).
@@ -46,10 +46,11 @@ def git(*args):
 
 
 def tree_state():
-    """The commit checked out, and whether the code (all but the docs) differs from it."""
+    """The commit checked out, and whether the code (all but the docs and the run data)
+    differs from it."""
     commit = git("rev-parse", "HEAD")
-    dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!docs", ":!tools",
-                ":!README.md")
+    dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!docs", ":!results",
+                ":!tools", ":!README.md")
     return {"commit": commit, "code_changed_since_commit": bool(dirty)}
 
 
@@ -109,7 +110,7 @@ def load_manifest():
         with open(MANIFEST) as f:
             return json.load(f)
     return {"schema": "gradwire-reports-manifest/1",
-            "about": "how each report under docs/reports was made (tools/run_reports.py)",
+            "about": "how each report under results/reports was made (tools/run_reports.py)",
             "reports": {}}
 
 

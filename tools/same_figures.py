@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Do two trainer reports hold the same figures? For a change that must not change behaviour.
 
-    tools/same_figures.py OLD.json NEW.json     # or: --git REV docs/reports/*.json
+    tools/same_figures.py OLD.json NEW.json     # or: --git REV results/reports/*.json
 
 Compares every value of the two JSON reports except what depends on the clock or the machine
 (keys naming seconds, times, rates, dates, hosts, versions and paths): accuracy, losses, every

@@ -9,9 +9,9 @@
 Every run also checks that each RESULTS.md#section link in README.md and docs/ names a heading.
 
 Inputs, all committed: benchmarks/strategies.json (read by tools/strategies_file.py),
-docs/reports/ (the trainer's and the benchmarks' JSON reports, and manifest.json, made by
-tools/run_reports.py), docs/lowband/report.json and docs/lowband/runs/*/report.json (the
-low-bandwidth harness's) and docs/gpu/*.json (./gradwire.sh gpu-check's reports). Every figure in
+results/reports/ (the trainer's and the benchmarks' JSON reports, and manifest.json, made by
+tools/run_reports.py), results/lowband/report.json and results/lowband/runs/*/report.json (the
+low-bandwidth harness's) and results/gpu/*.json (./gradwire.sh gpu-check's reports). Every figure in
 the output is read or computed from them; nothing here is a measurement. Python 3 standard
 library only.
 

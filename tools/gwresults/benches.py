@@ -117,7 +117,7 @@ BENCHES = [("allreduce", bench_allreduce), ("compress", bench_compress),
 
 def render_benches(manifest):
     out = ["## Benchmarks", "",
-           "`./gradwire.sh bench` runs these four; their reports are `docs/reports/bench/`. "
+           f"`./gradwire.sh bench` runs these four; their reports are `{REPORTS}/bench/`. "
            "Absolute times drift between runs on a shared machine; the ratios are of paths timed "
            "side by side, in rotation, in one run.", ""]
     files = []

@@ -26,7 +26,7 @@ def self_test():
         for rel in INPUTS_AND_OUTPUTS:
             src, dst = os.path.join(real_root, rel), os.path.join(tmp, rel)
             if not os.path.exists(src):
-                continue  # docs/lowband/runs is optional
+                continue  # results/lowband/runs is optional
             os.makedirs(os.path.dirname(dst), exist_ok=True)
             (shutil.copytree if os.path.isdir(src) else shutil.copy)(src, dst)
 

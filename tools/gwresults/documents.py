@@ -9,17 +9,17 @@ from . import inputs
 from .accuracy import Accuracy
 from .benches import render_benches
 from .gpu import render_gpu
-from .inputs import (AUTO_ACCURACY, FROM_REPORTS, GENERATED, README, REPORTS, RESULTS,
-                     STRATEGIES, STRATEGIES_DOC, InputError, load)
+from .inputs import (AUTO_ACCURACY, FROM_REPORTS, GENERATED, LOWBAND, LOWBAND_RUNS, README,
+                     REPORTS, RESULTS, STRATEGIES, STRATEGIES_DOC, InputError, load)
 from .lowband import render_lowband
 
 
 def render_results(acc_, manifest):
     out = ["# Results", "", GENERATED.format(FROM_REPORTS), "",
-           "Every figure here is read from a committed report: `docs/reports/` (made by "
+           f"Every figure here is read from a committed report: `{REPORTS}/` (made by "
            "`./gradwire.sh results --run`, which records each one's command, commit and date in "
-           "`docs/reports/manifest.json`), `docs/lowband/report.json` and "
-           "`docs/lowband/runs/`. `./gradwire.sh results` "
+           f"`{REPORTS}/manifest.json`), `{LOWBAND}` and "
+           f"`{LOWBAND_RUNS}/`. `./gradwire.sh results` "
            "renders this file; the `results_current` test fails when it is out of date.", "",
            "- [Accuracy against traffic](#accuracy-against-traffic)",
            "- [Benchmarks](#benchmarks): [allreduce](#allreduce), [compression](#compression), "

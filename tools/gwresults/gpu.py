@@ -20,7 +20,8 @@ def gpu_reports():
 
 def render_gpu():
     out = ["## GPU", "",
-           "From `./gradwire.sh gpu-check` (docs/GPU.md), one report per run in `docs/gpu/`; a "
+           "From `./gradwire.sh gpu-check` (docs/GPU.md), one report per run in "
+           f"`{GPU_REPORTS}/`; a "
            "run may be part of the check (its tests listed; no benchmarks).", ""]
     reports = gpu_reports()
     if not reports:

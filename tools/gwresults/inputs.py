@@ -7,10 +7,10 @@ import re
 # a scratch copy).
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STRATEGIES = "benchmarks/strategies.json"
-REPORTS = "docs/reports"
-LOWBAND = "docs/lowband/report.json"
-LOWBAND_RUNS = "docs/lowband/runs"  # further harness reports, one folder each
-GPU_REPORTS = "docs/gpu"
+REPORTS = "results/reports"
+LOWBAND = "results/lowband/report.json"
+LOWBAND_RUNS = "results/lowband/runs"  # further harness reports, one folder each
+GPU_REPORTS = "results/gpu"
 RESULTS = "docs/RESULTS.md"
 README = "README.md"
 STRATEGIES_DOC = "docs/STRATEGIES.md"
@@ -68,7 +68,7 @@ def provenance(manifest, files):
 
 
 def run_folders():
-    """docs/lowband/runs/<name>, in name order, a leading run number compared as a number (2_...
+    """results/lowband/runs/<name>, in name order, a leading run number compared as a number (2_...
     before 10_...)."""
     where = os.path.join(ROOT, LOWBAND_RUNS)
     if not os.path.isdir(where):
@@ -82,13 +82,13 @@ def run_folders():
 
 
 def lowband_runs():
-    """The further harness reports: docs/lowband/runs/<name>/report.json."""
+    """The further harness reports: results/lowband/runs/<name>/report.json."""
     return [f"{LOWBAND_RUNS}/{n}/report.json" for n in run_folders()
             if os.path.isfile(os.path.join(ROOT, LOWBAND_RUNS, n, "report.json"))]
 
 
 def lowband_series():
-    """Repeated harness runs of auto against one fixed strategy: docs/lowband/runs/<name>/ that
+    """Repeated harness runs of auto against one fixed strategy: results/lowband/runs/<name>/ that
     holds round<N>/report.json rather than a report.json, each folder with its rounds in order."""
     out = []
     for n in run_folders():

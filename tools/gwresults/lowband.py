@@ -3,7 +3,7 @@ import os
 
 from .auto_runs import render_auto, render_series
 from .fmt import acc, nbytes, ratio, table
-from .inputs import LOWBAND, REPORTS, InputError, load, lowband_runs, lowband_series
+from .inputs import LOWBAND, REPORTS, RESULTS, InputError, load, lowband_runs, lowband_series
 
 
 def render_hierarchy(runs):
@@ -137,11 +137,13 @@ def render_lowband(manifest):
         if not ext:
             raise InputError(f"{REPORTS}/manifest.json has no external entry for {rel}")
         r = load(rel)
+        # The plot beside the report, linked from RESULTS.md's folder.
+        png = os.path.relpath(os.path.join(os.path.dirname(rel), "report.png"),
+                              os.path.dirname(RESULTS))
         if rel == LOWBAND:
-            out += render_lowband_report(r, ext, rel, "lowband/report.png", 3)
+            out += render_lowband_report(r, ext, rel, png, 3)
         else:
             out += ["", f"### {ext['title']}", ""]
-            png = os.path.relpath(os.path.join(os.path.dirname(rel), "report.png"), "docs")
             out += render_lowband_report(r, ext, rel, png, 4)
         out.append("")
     for rel, rounds in lowband_series():
