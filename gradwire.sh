@@ -27,8 +27,9 @@
 #                 into ./build-gpu-deps), --prefix, one unpacked before, or else the system's.
 #                 Without a usable GPU: exit 3 before building anything (docs/GPU.md)
 #   readme-table  regenerate docs/CONFIGURATION.md's table of GRADWIRE_* variables from the registry
-#   results [--run [REPORTS]|--check]  render docs/RESULTS.md and the strategy tables of README.md
-#                 and docs/STRATEGIES.md from the committed reports (tools/results.py); --run first
+#   results [--run [REPORTS]|--check]  render docs/RESULTS.md, the strategy tables of README.md
+#                 and docs/STRATEGIES.md, and results/auto_accuracy.json (auto's accuracy costs)
+#                 from the committed reports (tools/results.py); --run first
 #                 builds and makes the reports into results/reports/ (tools/run_reports.py: every
 #                 strategy's accuracy run and the benchmarks, minutes each, one at a time; REPORTS
 #                 picks some, e.g. bench or accuracy_mlp_dgc_seed42.json); --check changes nothing

@@ -1,11 +1,13 @@
-"""Render docs/RESULTS.md and the generated tables of README.md and docs/STRATEGIES.md.
+"""Render docs/RESULTS.md, the generated tables of README.md and docs/STRATEGIES.md, and
+results/auto_accuracy.json (GRADWIRE_COMPRESSOR=auto's accuracy costs, as data: nothing rendered
+here is written into a library folder).
 
   tools/results.py           write them (./gradwire.sh results)
   tools/results.py --check   exit 1, with a diff, if any of them differs from what the committed
                              inputs give (the results_current test)
   tools/results.py --self-test  in a scratch copy of the inputs and outputs: --check passes, and
-                             fails after a figure in a report or in RESULTS.md is changed, or
-                             with a link to a section RESULTS.md does not have
+                             fails after a figure in a report, RESULTS.md or auto_accuracy.json
+                             is changed, or with a link to a section RESULTS.md does not have
 Every run also checks that each RESULTS.md#section link in README.md and docs/ names a heading.
 
 Inputs, all committed: benchmarks/strategies.json (read by tools/strategies_file.py),
