@@ -44,111 +44,147 @@ constexpr const char* kMethod =
     "+ a pass dividing by n); mpi = MPI_Allreduce(MPI_IN_PLACE, MPI_SUM) of the same "
     "floats";
 
-}  // namespace
-
-int main(int argc, char** argv) {
+struct Options {
   std::string report_path;
-  std::size_t min_bytes = 4096, max_bytes = std::size_t{64} << 20;
-  double seconds_per_size = 1.0;
+  gw::bench::AllreduceSettings sizes;
   std::string device = "cpu";
-  CLI::App app{"gradwire dense exchange vs bare MPI_Allreduce (run under mpirun)"};
-  app.add_option("--report", report_path, "Write the JSON report here (rank 0)");
-  app.add_option("--min-bytes", min_bytes)->capture_default_str();
-  app.add_option("--max-bytes", max_bytes)->capture_default_str();
-  app.add_option("--seconds-per-size", seconds_per_size,
+};
+
+void add_options(CLI::App& app, Options& o) {
+  app.add_option("--report", o.report_path, "Write the JSON report here (rank 0)");
+  app.add_option("--min-bytes", o.sizes.min_bytes)->capture_default_str();
+  app.add_option("--max-bytes", o.sizes.max_bytes)->capture_default_str();
+  app.add_option("--seconds-per-size", o.sizes.seconds_per_size,
                  "Rough time budget per size (both sides together)")
       ->capture_default_str();
-  app.add_option("--device", device,
+  app.add_option("--device", o.device,
                  "cpu: host buffers, gradwire's DistributedOptimizer vs MPI_Allreduce; cuda: CUDA "
                  "device buffers, gradwire's communicator vs the bare ncclAllReduce or "
                  "MPI_Allreduce")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda"}));
-  CLI11_PARSE(app, argc, argv);
+}
 
-  gw::bench::MpiBench bench("gradwire_bench_allreduce", report_path, &argc, &argv);
-  if (device == "cuda") {
-    return gw::bench::run_allreduce_on_cuda(bench, {min_bytes, max_bytes, seconds_per_size});
+void print_header(int n) {
+  std::printf("# gradwire_bench_allreduce: %d ranks, float32, sum then average\n", n);
+  std::printf("# %12s %10s | %10s %8s %8s | %10s | %10s %8s %8s | %6s %8s %6s\n", "size(B)",
+              "count", "gw(us)", "algbw", "busbw", "gw+div(us)", "mpi(us)", "algbw", "busbw",
+              "ratio", "ratio+div", "#wrong");
+}
+
+// One size's figures: the medians of the three paths and the untimed check's wrong elements.
+struct SizeTimes {
+  std::size_t bytes = 0, count = 0;
+  int iterations = 0;
+  double gw_s = 0, div_s = 0, mpi_s = 0;
+  std::int64_t wrong = 0;
+};
+
+// Untimed: rank r contributes r + 1 + (i % 5); the average is exact in fp32. Returns the elements
+// wrong, summed over ranks.
+std::int64_t count_wrong_average(gw::DistributedOptimizer& opt, std::size_t count, int rank,
+                                 int n) {
+  float* grad = opt.gradient(0);
+  for (std::size_t i = 0; i < count; ++i) grad[i] = static_cast<float>(rank + 1 + i % 5);
+  opt.synchronize_gradients();
+  std::int64_t wrong = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    wrong += grad[i] != static_cast<float>((n + 1) / 2.0 + i % 5);
   }
-  const int n = bench.size(), rank = bench.rank();
-  const double bus_factor = n > 1 ? 2.0 * (n - 1) / n : 0.0;
+  MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  return wrong;
+}
 
-  if (rank == 0) {
-    std::printf("# gradwire_bench_allreduce: %d ranks, float32, sum then average\n", n);
-    std::printf("# %12s %10s | %10s %8s %8s | %10s | %10s %8s %8s | %6s %8s %6s\n", "size(B)",
-                "count", "gw(us)", "algbw", "busbw", "gw+div(us)", "mpi(us)", "algbw", "busbw",
-                "ratio", "ratio+div", "#wrong");
-  }
-  nlohmann::json rows = nlohmann::json::array();
-  double max_ratio_1mb = 0, max_ratio_div_1mb = 0;
-  for (std::size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 2) {
-    const std::size_t count = bytes / sizeof(float);
-    std::vector<float> param(count, 0.0f), plain(count);
-    const gw::DistributedOptimizerOptions options = gw::bench::make_options("");
-    gw::DistributedOptimizer opt(bench.comm(), std::make_unique<NoUpdate>(true),
-                                 {{"flat", param.data(), count}}, options);
-    gw::DistributedOptimizer opt_div(bench.comm(), std::make_unique<NoUpdate>(false),
-                                     {{"flat", param.data(), count}}, options);
-    float* grad = opt.gradient(0);
-    std::fill(opt_div.gradient(0), opt_div.gradient(0) + count, 1.0f);
+// The three paths on one flat buffer of `bytes`: checked, warmed up, then timed in rotation.
+SizeTimes measure_size(const gw::bench::MpiBench& bench, std::size_t bytes, double budget_s) {
+  SizeTimes t;
+  t.bytes = bytes;
+  t.count = bytes / sizeof(float);
+  const std::size_t count = t.count;
+  std::vector<float> param(count, 0.0f), plain(count);
+  const gw::DistributedOptimizerOptions options = gw::bench::make_options("");
+  gw::DistributedOptimizer opt(bench.comm(), std::make_unique<NoUpdate>(true),
+                               {{"flat", param.data(), count}}, options);
+  gw::DistributedOptimizer opt_div(bench.comm(), std::make_unique<NoUpdate>(false),
+                                   {{"flat", param.data(), count}}, options);
+  float* grad = opt.gradient(0);
+  std::fill(opt_div.gradient(0), opt_div.gradient(0) + count, 1.0f);
+  t.wrong = count_wrong_average(opt, count, bench.rank(), bench.size());
 
-    // Verification, untimed: rank r contributes r + 1 + (i % 5); the average is exact in fp32.
-    for (std::size_t i = 0; i < count; ++i) grad[i] = static_cast<float>(rank + 1 + i % 5);
-    opt.synchronize_gradients();
-    std::int64_t wrong = 0;
-    for (std::size_t i = 0; i < count; ++i) {
-      wrong += grad[i] != static_cast<float>((n + 1) / 2.0 + i % 5);
-    }
-    MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
-
+  // Keep the values bounded: every call sums n copies.
+  const auto refill = [&] {
     std::fill(grad, grad + count, 1.0f);
     std::fill(plain.begin(), plain.end(), 1.0f);
-    enum { kGw, kDiv, kMpi };
-    const gw::bench::Variants variants = {
-        {"gw", [&] { opt.step(); }},
-        {"gw+div", [&] { opt_div.synchronize_gradients(); }},
-        {"mpi", [&] {
-           MPI_Allreduce(MPI_IN_PLACE, plain.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
-                         MPI_COMM_WORLD);
-         }}};
-    // Warm-up, then iterations sized to the budget from one timed call of the bare allreduce.
-    gw::bench::warm_up(variants, 3);
-    const double probe = gw::bench::slowest(gw::bench::time_once(variants[kMpi].run));
-    const int iters = std::clamp(static_cast<int>(seconds_per_size / (3 * probe + 1e-6)), 5, 2000);
-    // Keep the values bounded: every call sums n copies.
-    const std::vector<double> med = gw::bench::rotate_medians(variants, iters, [&] {
-      std::fill(grad, grad + count, 1.0f);
-      std::fill(plain.begin(), plain.end(), 1.0f);
-    });
-    const double gw_s = med[kGw], div_s = med[kDiv], mpi_s = med[kMpi];
-    const double ratio = gw_s / mpi_s, ratio_div = div_s / mpi_s;
+  };
+  refill();
+  enum { kGw, kDiv, kMpi };
+  const gw::bench::Variants variants = {
+      {"gw", [&] { opt.step(); }},
+      {"gw+div", [&] { opt_div.synchronize_gradients(); }},
+      {"mpi", [&] {
+         MPI_Allreduce(MPI_IN_PLACE, plain.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
+                       MPI_COMM_WORLD);
+       }}};
+  t.iterations = gw::bench::iterations_for_size(variants, kMpi, budget_s);
+  const std::vector<double> med = gw::bench::rotate_medians(variants, t.iterations, refill);
+  t.gw_s = med[kGw];
+  t.div_s = med[kDiv];
+  t.mpi_s = med[kMpi];
+  return t;
+}
+
+void print_row(const SizeTimes& t, double bus_factor) {
+  const double gw_alg = t.bytes / t.gw_s / 1e9, mpi_alg = t.bytes / t.mpi_s / 1e9;
+  std::printf(
+      "  %12zu %10zu | %10.1f %8.3f %8.3f | %10.1f | %10.1f %8.3f %8.3f | %6.3f %8.3f %6lld\n",
+      t.bytes, t.count, t.gw_s * 1e6, gw_alg, gw_alg * bus_factor, t.div_s * 1e6, t.mpi_s * 1e6,
+      mpi_alg, mpi_alg * bus_factor, t.gw_s / t.mpi_s, t.div_s / t.mpi_s,
+      static_cast<long long>(t.wrong));
+  std::fflush(stdout);
+}
+
+nlohmann::json row_json(const SizeTimes& t, double bus_factor) {
+  const double gw_alg = t.bytes / t.gw_s / 1e9, mpi_alg = t.bytes / t.mpi_s / 1e9;
+  return {{"bytes", t.bytes},
+          {"count", t.count},
+          {"iterations", t.iterations},
+          {"gradwire_seconds", t.gw_s},
+          {"mpi_seconds", t.mpi_s},
+          {"ratio", t.gw_s / t.mpi_s},
+          {"gradwire_separate_divide_seconds", t.div_s},
+          {"ratio_separate_divide", t.div_s / t.mpi_s},
+          {"gradwire_algbw_gbps", gw_alg},
+          {"gradwire_busbw_gbps", gw_alg * bus_factor},
+          {"mpi_algbw_gbps", mpi_alg},
+          {"mpi_busbw_gbps", mpi_alg * bus_factor},
+          {"wrong", t.wrong}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"gradwire dense exchange vs bare MPI_Allreduce (run under mpirun)"};
+  add_options(app, o);
+  CLI11_PARSE(app, argc, argv);
+
+  gw::bench::MpiBench bench("gradwire_bench_allreduce", o.report_path, &argc, &argv);
+  if (o.device == "cuda") return gw::bench::run_allreduce_on_cuda(bench, o.sizes);
+  const double bus_factor = gw::bench::allreduce_bus_factor(bench.size());
+  if (bench.rank() == 0) print_header(bench.size());
+
+  nlohmann::json rows = nlohmann::json::array();
+  double max_ratio_1mb = 0, max_ratio_div_1mb = 0;
+  for (std::size_t bytes = o.sizes.min_bytes; bytes <= o.sizes.max_bytes; bytes *= 2) {
+    const SizeTimes t = measure_size(bench, bytes, o.sizes.seconds_per_size);
     if (bytes >= (std::size_t{1} << 20)) {
-      max_ratio_1mb = std::max(max_ratio_1mb, ratio);
-      max_ratio_div_1mb = std::max(max_ratio_div_1mb, ratio_div);
+      max_ratio_1mb = std::max(max_ratio_1mb, t.gw_s / t.mpi_s);
+      max_ratio_div_1mb = std::max(max_ratio_div_1mb, t.div_s / t.mpi_s);
     }
-    const double gw_alg = bytes / gw_s / 1e9, mpi_alg = bytes / mpi_s / 1e9;
-    if (rank == 0) {
-      std::printf(
-          "  %12zu %10zu | %10.1f %8.3f %8.3f | %10.1f | %10.1f %8.3f %8.3f | %6.3f %8.3f %6lld\n",
-          bytes, count, gw_s * 1e6, gw_alg, gw_alg * bus_factor, div_s * 1e6, mpi_s * 1e6, mpi_alg,
-          mpi_alg * bus_factor, ratio, ratio_div, static_cast<long long>(wrong));
-      std::fflush(stdout);
-    }
-    rows.push_back({{"bytes", bytes},
-                    {"count", count},
-                    {"iterations", iters},
-                    {"gradwire_seconds", gw_s},
-                    {"mpi_seconds", mpi_s},
-                    {"ratio", ratio},
-                    {"gradwire_separate_divide_seconds", div_s},
-                    {"ratio_separate_divide", ratio_div},
-                    {"gradwire_algbw_gbps", gw_alg},
-                    {"gradwire_busbw_gbps", gw_alg * bus_factor},
-                    {"mpi_algbw_gbps", mpi_alg},
-                    {"mpi_busbw_gbps", mpi_alg * bus_factor},
-                    {"wrong", wrong}});
+    if (bench.rank() == 0) print_row(t, bus_factor);
+    rows.push_back(row_json(t, bus_factor));
   }
-  if (rank == 0) {
+  if (bench.rank() == 0) {
     std::printf(
         "# max ratio at or above 1 MB: %.3f (target: at most 1.05); with a separate divide "
         "pass: %.3f\n",

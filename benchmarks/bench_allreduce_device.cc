@@ -98,54 +98,46 @@ class BareAllreduce {
   kernels::PinnedBuffer<float> staging_;
 };
 
-}  // namespace
-
-int run_allreduce_on_cuda(const MpiBench& bench, const AllreduceSettings& s) {
-  const int n = bench.size(), rank = bench.rank();
-  const std::string without = ranks_without_device(n);
-  if (!without.empty()) {
-    if (rank == 0) {
-      std::fprintf(stderr,
-                   "gradwire_bench_allreduce: --device cuda: no usable CUDA device on rank(s) %s "
-                   "(the CUDA runtime sees none, or gradwire was built without CUDA); --device "
-                   "cpu runs on host buffers\n",
-                   without.c_str());
-    }
-    return 2;
-  }
-  const int device = node_local_rank() % kernels::cuda_device_count();
-  BackendChoice choice;
-  const auto comm = std::make_shared<CountingCommunicator>(
-      make_world_communicator(config::Config::from_environment(), Device::kCuda, device, &choice));
-  const kernels::Stream stream = kernels::Stream::cuda(device);
-  stream.make_current();
-  BareAllreduce bare(choice.backend, stream);
-  const double bus_factor = n > 1 ? 2.0 * (n - 1) / n : 0.0;
-
+// Whether every rank has a usable CUDA device; if not, rank 0 says which do not. Collective.
+bool every_rank_has_device(int size, int rank) {
+  const std::string without = ranks_without_device(size);
+  if (without.empty()) return true;
   if (rank == 0) {
-    std::printf(
-        "# gradwire_bench_allreduce --device cuda: %d ranks, float32 sum of CUDA device buffers; "
-        "gradwire: %s (%s); bare: %s\n",
-        n, to_string(choice.backend), choice.reason.c_str(), bare.name());
-    std::printf("# %12s %10s | %10s %8s %8s | %10s %8s %8s | %6s %6s\n", "size(B)", "count",
-                "gw(us)", "algbw", "busbw", "bare(us)", "algbw", "busbw", "ratio", "#wrong");
+    std::fprintf(stderr,
+                 "gradwire_bench_allreduce: --device cuda: no usable CUDA device on rank(s) %s "
+                 "(the CUDA runtime sees none, or gradwire was built without CUDA); --device "
+                 "cpu runs on host buffers\n",
+                 without.c_str());
   }
-  nlohmann::json rows = nlohmann::json::array();
-  double max_ratio = 0;
-  bool any_verdict_size = false;
-  std::int64_t wrong_total = 0;
-  for (std::size_t bytes = s.min_bytes; bytes <= s.max_bytes; bytes *= 2) {
-    const std::size_t count = bytes / sizeof(float);
-    kernels::Buffer<float> gw_buffer(count, stream), bare_buffer(count, stream);
+  return false;
+}
 
-    // Verification, untimed: rank r contributes r + 1 + (i % 5); the sum is exact in fp32.
+// One size's figures: the medians of both paths and the untimed check's wrong elements.
+struct SizeTimes {
+  std::size_t bytes = 0, count = 0;
+  int iterations = 0;
+  double gw_s = 0, bare_s = 0;
+  std::int64_t wrong = 0;
+};
+
+// The two paths on device buffers of one size, and where they run.
+struct DevicePaths {
+  CountingCommunicator& comm;
+  BareAllreduce& bare;
+  const kernels::Stream& stream;
+
+  // Untimed: rank r contributes r + 1 + (i % 5); the sum is exact in fp32. Both buffers are
+  // summed and checked; returns the elements wrong, summed over ranks.
+  std::int64_t count_wrong(kernels::Buffer<float>& gw_buffer, kernels::Buffer<float>& bare_buffer,
+                           std::size_t count, int rank, int n) {
+    const std::size_t bytes = count * sizeof(float);
     std::vector<float> host(count);
     for (std::size_t i = 0; i < count; ++i) host[i] = static_cast<float>(rank + 1 + i % 5);
     kernels::copy_bytes(gw_buffer.data(), host.data(), bytes, stream);
     kernels::copy_bytes(bare_buffer.data(), host.data(), bytes, stream);
     stream.synchronize();
-    comm->allreduce(gw_buffer.data(), count, DataType::kFloat32, ReduceOp::kSum,
-                    TrafficKind::kGradient);
+    comm.allreduce(gw_buffer.data(), count, DataType::kFloat32, ReduceOp::kSum,
+                   TrafficKind::kGradient);
     bare.sum_in_place(bare_buffer.data(), count);
     std::int64_t wrong = 0;
     for (const kernels::Buffer<float>* b : {&gw_buffer, &bare_buffer}) {
@@ -156,47 +148,98 @@ int run_allreduce_on_cuda(const MpiBench& bench, const AllreduceSettings& s) {
       }
     }
     MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
-    wrong_total += wrong;
+    return wrong;
+  }
 
-    // Timed on zeros: sums of zeros stay zeros, so nothing needs refilling.
+  // Checked, then timed in rotation on zeros: sums of zeros stay zeros, so nothing needs
+  // refilling.
+  SizeTimes measure(std::size_t bytes, double budget_s, int rank, int n) {
+    SizeTimes t;
+    t.bytes = bytes;
+    t.count = bytes / sizeof(float);
+    const std::size_t count = t.count;
+    kernels::Buffer<float> gw_buffer(count, stream), bare_buffer(count, stream);
+    t.wrong = count_wrong(gw_buffer, bare_buffer, count, rank, n);
+
     kernels::fill_zero(gw_buffer.data(), bytes, stream);
     kernels::fill_zero(bare_buffer.data(), bytes, stream);
     stream.synchronize();
     enum { kGw, kBare };
     const Variants variants = {{"gw",
                                 [&] {
-                                  comm->allreduce(gw_buffer.data(), count, DataType::kFloat32,
-                                                  ReduceOp::kSum, TrafficKind::kGradient);
+                                  comm.allreduce(gw_buffer.data(), count, DataType::kFloat32,
+                                                 ReduceOp::kSum, TrafficKind::kGradient);
                                 }},
                                {"bare", [&] { bare.sum_in_place(bare_buffer.data(), count); }}};
-    warm_up(variants, 3);
-    const double probe = slowest(time_once(variants[kBare].run));
-    const int iters =
-        std::clamp(static_cast<int>(s.seconds_per_size / (2 * probe + 1e-6)), 5, 2000);
-    const std::vector<double> med = rotate_medians(variants, iters, {});
-    const double gw_s = med[kGw], bare_s = med[kBare], ratio = gw_s / bare_s;
+    t.iterations = iterations_for_size(variants, kBare, budget_s);
+    const std::vector<double> med = rotate_medians(variants, t.iterations, {});
+    t.gw_s = med[kGw];
+    t.bare_s = med[kBare];
+    return t;
+  }
+};
+
+void print_header(int n, const BackendChoice& choice, const BareAllreduce& bare) {
+  std::printf(
+      "# gradwire_bench_allreduce --device cuda: %d ranks, float32 sum of CUDA device buffers; "
+      "gradwire: %s (%s); bare: %s\n",
+      n, to_string(choice.backend), choice.reason.c_str(), bare.name());
+  std::printf("# %12s %10s | %10s %8s %8s | %10s %8s %8s | %6s %6s\n", "size(B)", "count",
+              "gw(us)", "algbw", "busbw", "bare(us)", "algbw", "busbw", "ratio", "#wrong");
+}
+
+void print_row(const SizeTimes& t, double bus_factor) {
+  const double gw_alg = t.bytes / t.gw_s / 1e9, bare_alg = t.bytes / t.bare_s / 1e9;
+  std::printf("  %12zu %10zu | %10.1f %8.3f %8.3f | %10.1f %8.3f %8.3f | %6.3f %6lld\n", t.bytes,
+              t.count, t.gw_s * 1e6, gw_alg, gw_alg * bus_factor, t.bare_s * 1e6, bare_alg,
+              bare_alg * bus_factor, t.gw_s / t.bare_s, static_cast<long long>(t.wrong));
+  std::fflush(stdout);
+}
+
+nlohmann::json row_json(const SizeTimes& t, double bus_factor) {
+  const double gw_alg = t.bytes / t.gw_s / 1e9, bare_alg = t.bytes / t.bare_s / 1e9;
+  return {{"bytes", t.bytes},
+          {"count", t.count},
+          {"iterations", t.iterations},
+          {"gradwire_seconds", t.gw_s},
+          {"bare_seconds", t.bare_s},
+          {"ratio", t.gw_s / t.bare_s},
+          {"gradwire_algbw_gbps", gw_alg},
+          {"gradwire_busbw_gbps", gw_alg * bus_factor},
+          {"bare_algbw_gbps", bare_alg},
+          {"bare_busbw_gbps", bare_alg * bus_factor},
+          {"wrong", t.wrong}};
+}
+
+}  // namespace
+
+int run_allreduce_on_cuda(const MpiBench& bench, const AllreduceSettings& s) {
+  const int n = bench.size(), rank = bench.rank();
+  if (!every_rank_has_device(n, rank)) return 2;
+  const int device = node_local_rank() % kernels::cuda_device_count();
+  BackendChoice choice;
+  const auto comm = std::make_shared<CountingCommunicator>(
+      make_world_communicator(config::Config::from_environment(), Device::kCuda, device, &choice));
+  const kernels::Stream stream = kernels::Stream::cuda(device);
+  stream.make_current();
+  BareAllreduce bare(choice.backend, stream);
+  DevicePaths paths{*comm, bare, stream};
+  const double bus_factor = allreduce_bus_factor(n);
+  if (rank == 0) print_header(n, choice, bare);
+
+  nlohmann::json rows = nlohmann::json::array();
+  double max_ratio = 0;
+  bool any_verdict_size = false;
+  std::int64_t wrong_total = 0;
+  for (std::size_t bytes = s.min_bytes; bytes <= s.max_bytes; bytes *= 2) {
+    const SizeTimes t = paths.measure(bytes, s.seconds_per_size, rank, n);
+    wrong_total += t.wrong;
     if (bytes >= kVerdictMinBytes) {
       any_verdict_size = true;
-      max_ratio = std::max(max_ratio, ratio);
+      max_ratio = std::max(max_ratio, t.gw_s / t.bare_s);
     }
-    const double gw_alg = bytes / gw_s / 1e9, bare_alg = bytes / bare_s / 1e9;
-    if (rank == 0) {
-      std::printf("  %12zu %10zu | %10.1f %8.3f %8.3f | %10.1f %8.3f %8.3f | %6.3f %6lld\n", bytes,
-                  count, gw_s * 1e6, gw_alg, gw_alg * bus_factor, bare_s * 1e6, bare_alg,
-                  bare_alg * bus_factor, ratio, static_cast<long long>(wrong));
-      std::fflush(stdout);
-    }
-    rows.push_back({{"bytes", bytes},
-                    {"count", count},
-                    {"iterations", iters},
-                    {"gradwire_seconds", gw_s},
-                    {"bare_seconds", bare_s},
-                    {"ratio", ratio},
-                    {"gradwire_algbw_gbps", gw_alg},
-                    {"gradwire_busbw_gbps", gw_alg * bus_factor},
-                    {"bare_algbw_gbps", bare_alg},
-                    {"bare_busbw_gbps", bare_alg * bus_factor},
-                    {"wrong", wrong}});
+    if (rank == 0) print_row(t, bus_factor);
+    rows.push_back(row_json(t, bus_factor));
   }
   std::vector<Target> targets = {no_wrong_elements(wrong_total)};
   if (any_verdict_size) {

@@ -48,6 +48,15 @@ double warm_up(const Variants& variants, int rounds) {
   return round;
 }
 
+double allreduce_bus_factor(int n) { return n > 1 ? 2.0 * (n - 1) / n : 0.0; }
+
+int iterations_for_size(const Variants& variants, std::size_t probe, double budget_s) {
+  warm_up(variants, 3);
+  const double probe_s = slowest(time_once(variants[probe].run));
+  const double round_s = static_cast<double>(variants.size()) * probe_s;
+  return std::clamp(static_cast<int>(budget_s / (round_s + 1e-6)), 5, 2000);
+}
+
 Timed run_timed(const Variants& variants, int warm_rounds, double budget_s, int fewest,
                 const std::function<void()>& refill) {
   const double round = slowest(warm_up(variants, warm_rounds));

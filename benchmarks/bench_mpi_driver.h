@@ -32,6 +32,14 @@ std::vector<double> rotate_medians(const Variants& variants, int iterations,
 // `rounds` rounds of every variant, each timed by time_once: this rank's seconds for the last.
 double warm_up(const Variants& variants, int rounds);
 
+// An allreduce's bus bandwidth over its algorithm bandwidth, 2(n-1)/n (0 on one rank).
+double allreduce_bus_factor(int n);
+
+// The iterations for one size of a collective's benchmark: three warm-up rounds of every
+// variant, then one call of variants[probe] (the bare collective) timed, and as many iterations
+// as `budget_s` allows at that time per variant (5 to 2000).
+int iterations_for_size(const Variants& variants, std::size_t probe, double budget_s);
+
 struct Timed {
   int iterations = 0;
   std::vector<double> median;  // per variant, as rotate_medians
