@@ -38,8 +38,6 @@
 
 namespace {
 
-using gw::bench::median;
-
 struct Packed {
   std::int32_t index;
   float value;
@@ -100,98 +98,150 @@ std::uint32_t read_pass(const std::vector<float>& grad) {
   return sum;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  std::string report_path;
-  std::size_t numel = 25'000'000;
-  double sparsity = 0.999, sample_ratio = 0.01;
-  int repeats = 11;
+struct Options {
+  gw::bench::CompressSettings settings;
   std::string device = "cpu";
-  CLI::App app{"gradwire DGC top-k encode vs exact nth_element top-k vs one read pass"};
-  app.add_option("--report", report_path, "Write the JSON report here")->required();
-  app.add_option("--numel", numel, "Gradient elements (ResNet-50: about 25M)")
+};
+
+void add_options(CLI::App& app, Options& o) {
+  gw::bench::CompressSettings& s = o.settings;
+  app.add_option("--report", s.report_path, "Write the JSON report here")->required();
+  app.add_option("--numel", s.numel, "Gradient elements (ResNet-50: about 25M)")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1}, std::size_t{4294967295}));
-  app.add_option("--sparsity", sparsity, "Fraction NOT sent: k = numel * (1 - sparsity)")
+  app.add_option("--sparsity", s.sparsity, "Fraction NOT sent: k = numel * (1 - sparsity)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
-  app.add_option("--sample-ratio", sample_ratio, "Fraction of the gradient sampled")
+  app.add_option("--sample-ratio", s.sample_ratio, "Fraction of the gradient sampled")
       ->capture_default_str()
       ->check(CLI::Range(1e-9, 1.0));
-  app.add_option("--repeats", repeats, "Timed calls of each path")
+  app.add_option("--repeats", s.repeats, "Timed calls of each path")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
-  app.add_option("--device", device,
+  app.add_option("--device", o.device,
                  "cpu: this host, one thread; cuda: DGC's encode on a CUDA device against a read "
                  "pass and an exact top-k by sorting there")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda"}));
-  CLI11_PARSE(app, argc, argv);
-  if (device == "cuda") {
-    return gw::bench::run_compress_on_cuda({report_path, numel, sparsity, sample_ratio, repeats});
-  }
+}
 
-  const auto k = std::clamp<std::size_t>(
-      static_cast<std::size_t>(std::llround(static_cast<double>(numel) * (1.0 - sparsity))), 1,
-      numel);
-  std::printf(
-      "# gradwire_bench_compress: %zu floats N(0,1), k = %zu, sample ratio %g, %d repeats\n", numel,
-      k, sample_ratio, repeats);
+// The three paths' state: the gradient, the selector and the buffers each path writes, and what
+// the last calls left (the encode's count, the seed, the read pass's checksum).
+struct HostPaths {
+  HostPaths(std::size_t numel, std::size_t k, double sample_ratio)
+      : grad(gw::bench::normal_gradient(numel)),
+        k(k),
+        sample_ratio(sample_ratio),
+        indices(k),
+        packed(k),
+        exact(k),
+        scratch(numel) {}
 
-  std::vector<float> grad(numel);
-  std::mt19937_64 rng(20240601);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (float& x : grad) x = normal(rng);
-
+  const std::vector<float> grad;
+  const std::size_t k;
+  const double sample_ratio;
   gw::kernels::TopkSelector selector;
-  std::vector<std::uint32_t> indices(k);
-  std::vector<Packed> packed(k), exact(k), scratch(numel);
-
-  // Warm-up (grows the selector's workspace, faults in every page), and the exact k-th
-  // magnitude for the precision figure.
-  encode(selector, grad, k, sample_ratio, 0, indices, packed);
-  exact_top_k(grad, k, scratch, exact);
-  std::uint32_t checksum = read_pass(grad);
-  float kth_magnitude = std::numeric_limits<float>::infinity();
-  for (const Packed& p : exact) kth_magnitude = std::min(kth_magnitude, std::fabs(p.value));
-
-  double precision_min = 1.0;
-  std::size_t selected_min = k, selected_max = 0, candidates_max = 0, sample_size = 0;
-  int rescans_max = 0, fallbacks = 0;
+  std::vector<std::uint32_t> indices;
+  std::vector<Packed> packed, exact, scratch;
   std::size_t count = 0;   // selected by the last encode
   std::uint64_t seed = 0;  // the repeat number, from 1
-  const gw::bench::Variants variants = {
-      {"encode",
-       [&] { count = encode(selector, grad, k, sample_ratio, ++seed, indices, packed); }},
-      {"nth", [&] { exact_top_k(grad, k, scratch, exact); }},
-      {"read", [&] { checksum += read_pass(grad); }}};
-  // Untimed, after each repeat: the figures of its encode.
-  const auto after_encode = [&](int) {
+  std::uint32_t checksum = 0;
+
+  // One call of each path (grows the selector's workspace, faults in every page); returns the
+  // exact k-th magnitude for the precision figure.
+  float warm_up() {
+    encode(selector, grad, k, sample_ratio, 0, indices, packed);
+    exact_top_k(grad, k, scratch, exact);
+    checksum = read_pass(grad);
+    float kth_magnitude = std::numeric_limits<float>::infinity();
+    for (const Packed& p : exact) kth_magnitude = std::min(kth_magnitude, std::fabs(p.value));
+    return kth_magnitude;
+  }
+
+  gw::bench::Variants variants() {
+    return {{"encode",
+             [this] { count = encode(selector, grad, k, sample_ratio, ++seed, indices, packed); }},
+            {"nth", [this] { exact_top_k(grad, k, scratch, exact); }},
+            {"read", [this] { checksum += read_pass(grad); }}};
+  }
+};
+
+// Untimed, after each repeat: the figures of its encode, the worst over repeats.
+struct EncodeFigures {
+  explicit EncodeFigures(std::size_t k) : selected_min(k) {}
+
+  double precision_min = 1.0;
+  std::size_t selected_min, selected_max = 0, candidates_max = 0, sample_size = 0;
+  int rescans_max = 0, fallbacks = 0;
+
+  void add(const HostPaths& p, float kth_magnitude) {
     std::size_t in_top = 0;
-    for (std::size_t i = 0; i < count; ++i) in_top += std::fabs(packed[i].value) >= kth_magnitude;
-    precision_min = std::min(precision_min, count ? double(in_top) / double(count) : 0.0);
-    selected_min = std::min(selected_min, count);
-    selected_max = std::max(selected_max, count);
-    const gw::kernels::TopkStats& stats = selector.last_stats();
+    for (std::size_t i = 0; i < p.count; ++i) {
+      in_top += std::fabs(p.packed[i].value) >= kth_magnitude;
+    }
+    precision_min = std::min(precision_min, p.count ? double(in_top) / double(p.count) : 0.0);
+    selected_min = std::min(selected_min, p.count);
+    selected_max = std::max(selected_max, p.count);
+    const gw::kernels::TopkStats& stats = p.selector.last_stats();
     rescans_max = std::max(rescans_max, stats.rescans);
     fallbacks += stats.exact_fallback;
     candidates_max = std::max(candidates_max, stats.candidates);
     sample_size = stats.sample_size;
-  };
-  const std::vector<std::vector<double>> times =
-      gw::bench::rotate(variants, repeats, time_on_clock, after_encode);
-
-  std::vector<double> med;
-  for (const std::vector<double>& t : times) med.push_back(median(t));
-  const double encode_s = med[0], nth_s = med[1], read_s = med[2];
-  const double speedup = nth_s / encode_s, vs_read = encode_s / read_s;
-  const double bytes = static_cast<double>(numel) * sizeof(float);
-  std::printf("  %-8s %12s %10s\n", "path", "median(ms)", "GB/s");
-  for (std::size_t v = 0; v < variants.size(); ++v) {
-    std::printf("  %-8s %12.3f %10.2f\n", variants[v].name.c_str(), med[v] * 1e3,
-                bytes / med[v] / 1e9);
   }
+};
+
+nlohmann::json host_report(const gw::bench::CompressSettings& s, std::size_t k,
+                           const std::vector<double>& med, const EncodeFigures& f,
+                           const std::vector<gw::bench::Target>& targets) {
+  const double encode_s = med[0], nth_s = med[1], read_s = med[2];
+  const double bytes = static_cast<double>(s.numel) * sizeof(float);
+  return {{"benchmark", "gradwire_bench_compress"},
+          {"method",
+           "one thread; median over repeats of each path, the three paths rotating within each "
+           "repeat; encode = TopkSelector::select (seed = repeat number, from 1) + packing (int32 "
+           "index, float "
+           "value) pairs; nth_element = copy (index, value) pairs + std::nth_element by |value| + "
+           "packing the top k; read_pass = one vectorised pass summing the gradient's bits"},
+          {"numel", s.numel},
+          {"k", k},
+          {"sparsity", s.sparsity},
+          {"sample_ratio", s.sample_ratio},
+          {"repeats", s.repeats},
+          {"encode_seconds", encode_s},
+          {"nth_element_seconds", nth_s},
+          {"read_pass_seconds", read_s},
+          {"read_pass_gbps", bytes / read_s / 1e9},
+          {"speedup_vs_nth_element", nth_s / encode_s},
+          {"time_vs_read_pass", encode_s / read_s},
+          {"precision", f.precision_min},
+          {"selected", f.selected_min},
+          {"selected_max", f.selected_max},
+          {"min_count", gw::kernels::topk_min_count(k)},
+          {"sample_size", f.sample_size},
+          {"candidates_max", f.candidates_max},
+          {"rescans_max", f.rescans_max},
+          {"exact_fallbacks", f.fallbacks},
+          {"targets", gw::bench::targets_json(targets)}};
+}
+
+// The host mode: the three paths on one thread, the table, the verdicts and the report.
+int run_on_host(const gw::bench::CompressSettings& s) {
+  const auto k = std::clamp<std::size_t>(
+      static_cast<std::size_t>(std::llround(static_cast<double>(s.numel) * (1.0 - s.sparsity))), 1,
+      s.numel);
+  std::printf(
+      "# gradwire_bench_compress: %zu floats N(0,1), k = %zu, sample ratio %g, %d repeats\n",
+      s.numel, k, s.sample_ratio, s.repeats);
+
+  HostPaths paths(s.numel, k, s.sample_ratio);
+  const float kth_magnitude = paths.warm_up();
+  EncodeFigures figures(k);
+  const gw::bench::Variants variants = paths.variants();
+  const std::vector<double> med = gw::bench::medians(gw::bench::rotate(
+      variants, s.repeats, time_on_clock, [&](int) { figures.add(paths, kth_magnitude); }));
+
+  const double speedup = med[1] / med[0], vs_read = med[0] / med[2];
+  gw::bench::print_path_table(variants, med, static_cast<double>(s.numel) * sizeof(float));
   const std::vector<gw::bench::Target> targets = {
       gw::bench::at_least(gw::bench::format("speedup vs nth_element: %.1fx", speedup), speedup,
                           10.0, "speedup_vs_nth_element_min", "speedup_met"),
@@ -201,36 +251,30 @@ int main(int argc, char** argv) {
   std::printf(
       "# precision (min over repeats) %.6f, selected %zu..%zu of k = %zu, max rescans %d, exact "
       "fallbacks %d, sample %zu, max candidates %zu (checksum %08x)\n",
-      precision_min, selected_min, selected_max, k, rescans_max, fallbacks, sample_size,
-      candidates_max, checksum);
+      figures.precision_min, figures.selected_min, figures.selected_max, k, figures.rescans_max,
+      figures.fallbacks, figures.sample_size, figures.candidates_max, paths.checksum);
+  return gw::bench::write_report(host_report(s, k, med, figures, targets), s.report_path);
+}
 
-  nlohmann::json report = {
-      {"benchmark", "gradwire_bench_compress"},
-      {"method",
-       "one thread; median over repeats of each path, the three paths rotating within each "
-       "repeat; encode = TopkSelector::select (seed = repeat number, from 1) + packing (int32 "
-       "index, float "
-       "value) pairs; nth_element = copy (index, value) pairs + std::nth_element by |value| + "
-       "packing the top k; read_pass = one vectorised pass summing the gradient's bits"},
-      {"numel", numel},
-      {"k", k},
-      {"sparsity", sparsity},
-      {"sample_ratio", sample_ratio},
-      {"repeats", repeats},
-      {"encode_seconds", encode_s},
-      {"nth_element_seconds", nth_s},
-      {"read_pass_seconds", read_s},
-      {"read_pass_gbps", bytes / read_s / 1e9},
-      {"speedup_vs_nth_element", speedup},
-      {"time_vs_read_pass", vs_read},
-      {"precision", precision_min},
-      {"selected", selected_min},
-      {"selected_max", selected_max},
-      {"min_count", gw::kernels::topk_min_count(k)},
-      {"sample_size", sample_size},
-      {"candidates_max", candidates_max},
-      {"rescans_max", rescans_max},
-      {"exact_fallbacks", fallbacks},
-      {"targets", gw::bench::targets_json(targets)}};
-  return gw::bench::write_report(report, report_path);
+}  // namespace
+
+namespace gw::bench {
+
+std::vector<float> normal_gradient(std::size_t numel) {
+  std::vector<float> grad(numel);
+  std::mt19937_64 rng(20240601);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (float& x : grad) x = normal(rng);
+  return grad;
+}
+
+}  // namespace gw::bench
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"gradwire DGC top-k encode vs exact nth_element top-k vs one read pass"};
+  add_options(app, o);
+  CLI11_PARSE(app, argc, argv);
+  if (o.device == "cuda") return gw::bench::run_compress_on_cuda(o.settings);
+  return run_on_host(o.settings);
 }

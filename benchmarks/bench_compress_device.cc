@@ -23,7 +23,6 @@
 #include <exception>
 #include <functional>
 #include <iterator>
-#include <random>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -60,59 +59,174 @@ std::size_t common_count(const std::vector<std::uint32_t>& a, const std::vector<
   return n;
 }
 
-int run(const CompressSettings& s) {
-  const kernels::Stream stream = kernels::Stream::cuda();
-  const std::size_t numel = s.numel;
+compressors::DgcOptions dgc_options(const CompressSettings& s) {
   compressors::DgcOptions options;
   options.sparsify.sparsity = {s.sparsity};
   options.sparsify.sample_ratio = s.sample_ratio;
   options.sparsify.min_numel = 1;  // every size of --numel is sparsified
   // The sparse path is what is measured, even where a dense exchange would move fewer bytes.
   options.sparsify.dense_fallback = false;
-  compressors::DgcCompressor dgc({numel}, options);
-  dgc.set_stream(stream);
+  return options;
+}
 
-  std::vector<float> host(numel);
-  std::mt19937_64 rng(20240601);  // the host mode's gradient
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (float& x : host) x = normal(rng);
-  kernels::Buffer<float> grad(numel, stream), reference(numel, stream);
-  kernels::copy_bytes(grad.data(), host.data(), numel * sizeof(float), stream);
-  stream.synchronize();
+// DGC on one bucket of one tensor in the device's memory, the three paths over its gradient and
+// the untimed check of an encode (see the top). The sort path and the check take the plan's one
+// sparse tensor, which run() checks for before either runs.
+class DevicePaths {
+ public:
+  DevicePaths(const CompressSettings& s, const kernels::Stream& stream)
+      : stream_(stream),
+        numel_(s.numel),
+        dgc_({s.numel}, dgc_options(s)),
+        grad_(s.numel, stream),
+        reference_(s.numel, stream),
+        sort_indices_(s.numel, stream),
+        sort_scratch_(s.numel, stream) {
+    dgc_.set_stream(stream_);
+    const std::vector<float> host = normal_gradient(numel_);  // the host mode's gradient
+    kernels::copy_bytes(grad_.data(), host.data(), numel_ * sizeof(float), stream_);
+    stream_.synchronize();
+    bucket_.data = grad_.data();
+    bucket_.numel = numel_;
+    bucket_.tensors = {{0, 0, numel_}};
+    plan_ = dgc_.plan(bucket_, 1);
+    check_.host_bucket = bucket_;  // the same layout; the data is not read
+    check_.host_bucket.data = nullptr;
+    message_.reserve(compressors::max_message_words(plan_), stream_);
+    out_.sparse = &message_;
+  }
+  // The variants and out_ point into this object.
+  DevicePaths(const DevicePaths&) = delete;
+  DevicePaths& operator=(const DevicePaths&) = delete;
 
-  compressors::BucketView bucket;
-  bucket.data = grad.data();
-  bucket.numel = numel;
-  bucket.tensors = {{0, 0, numel}};
-  const compressors::ExchangePlan plan = dgc.plan(bucket, 1);
-  if (plan.sparse.size() != 1) {
+  const compressors::ExchangePlan& plan() const { return plan_; }
+  double checksum() const { return checksum_; }
+
+  Variants variants() {
+    return {{"encode",
+             [this] {
+               message_.clear();
+               dgc_.begin_step(step_++);
+               dgc_.encode(bucket_, plan_, 1, out_);
+             }},
+            {"sort",
+             [this] {
+               kernels::exact_topk_by_sort(grad_.data(), numel_, k(), sort_indices_.data(),
+                                           sort_scratch_.data(), stream_);
+             }},
+            {"read",
+             [this] { checksum_ += kernels::sum_of_squares(grad_.data(), numel_, stream_); }}};
+  }
+
+  // The last encode's pairs: how many it sent, and how many of those are in the exact top-k of
+  // the accumulator it selected from.
+  struct Sent {
+    std::size_t count = 0, in_exact_top_k = 0;
+  };
+  Sent check_last_encode() {
+    // The message is read as a receiver reads it, on either wire (Note [Sparse message format]):
+    // validated and, on the compact wire, decoded to (index, value) pairs, on the host.
+    const std::vector<std::uint32_t> words = message_.words();
+    compressors::SparseSegments& segments = check_.segments;
+    compressors::validate_sparse_messages(check_.host_bucket, plan_, words.data(), {words.size()},
+                                          segments);
+    const std::uint32_t* pairs =
+        (segments.in_decoded ? segments.decoded.data() : words.data()) + segments.offset[0];
+    const std::size_t count = segments.count[0];
+    std::vector<float> acc = dgc_.accumulator(0);  // zero where sent
+    std::vector<std::uint32_t>& sent = check_.sent;
+    sent.resize(count);
+    for (std::size_t j = 0; j < count; ++j) {
+      sent[j] = pairs[2 * j];
+      std::memcpy(&acc[sent[j]], &pairs[2 * j + 1], sizeof(float));
+    }
+    kernels::copy_bytes(reference_.data(), acc.data(), numel_ * sizeof(float), stream_);
+    kernels::exact_topk_by_sort(reference_.data(), numel_, k(), sort_indices_.data(),
+                                sort_scratch_.data(), stream_);
+    std::vector<std::uint32_t>& exact = check_.exact;
+    exact.resize(k());
+    kernels::copy_bytes(exact.data(), sort_indices_.data(), k() * sizeof(std::uint32_t), stream_);
+    stream_.synchronize();
+    return {count, common_count(sent, exact)};
+  }
+
+ private:
+  std::size_t k() const { return plan_.k[0]; }
+
+  kernels::Stream stream_;
+  std::size_t numel_;
+  compressors::DgcCompressor dgc_;
+  kernels::Buffer<float> grad_, reference_;
+  kernels::Buffer<std::uint32_t> sort_indices_, sort_scratch_;
+  compressors::BucketView bucket_;
+  compressors::ExchangePlan plan_;
+  compressors::SparseMessageWriter message_;
+  compressors::EncodedBucket out_;
+  std::int64_t step_ = 0;
+  double checksum_ = 0;
+  // check_last_encode's own: the bucket's layout on the host, the message's segments, the sent
+  // and the exact indices.
+  struct {
+    compressors::BucketView host_bucket;
+    compressors::SparseSegments segments;
+    std::vector<std::uint32_t> sent, exact;
+  } check_;
+};
+
+// The worst over repeats of each encode's check.
+struct Precision {
+  explicit Precision(std::size_t k) : selected_min(k) {}
+  double precision_min = 1.0;
+  std::size_t selected_min, selected_max = 0;
+
+  void add(const DevicePaths::Sent& sent) {
+    precision_min = std::min(precision_min,
+                             sent.count ? double(sent.in_exact_top_k) / double(sent.count) : 0.0);
+    selected_min = std::min(selected_min, sent.count);
+    selected_max = std::max(selected_max, sent.count);
+  }
+};
+
+nlohmann::json device_report(const CompressSettings& s, const kernels::Stream& stream,
+                             std::size_t k, const std::vector<double>& med, const Precision& p,
+                             const std::vector<Target>& targets) {
+  const double encode_s = med[0], sort_s = med[1], read_s = med[2];
+  const double bytes = static_cast<double>(s.numel) * sizeof(float);
+  return {{"benchmark", "gradwire_bench_compress"},
+          {"device", "cuda"},
+          {"cuda_device", stream.cuda_device()},
+          {"cuda_device_bus_id", kernels::cuda_device_bus_id(stream.cuda_device())},
+          {"method", kMethod},
+          {"numel", s.numel},
+          {"k", k},
+          {"sparsity", s.sparsity},
+          {"sample_ratio", s.sample_ratio},
+          {"repeats", s.repeats},
+          {"encode_seconds", encode_s},
+          {"sort_seconds", sort_s},
+          {"read_pass_seconds", read_s},
+          {"read_pass_gbps", bytes / read_s / 1e9},
+          {"speedup_vs_sort", sort_s / encode_s},
+          {"time_vs_read_pass", encode_s / read_s},
+          {"precision", p.precision_min},
+          {"selected", p.selected_min},
+          {"selected_max", p.selected_max},
+          {"targets", targets_json(targets)}};
+}
+
+int run(const CompressSettings& s) {
+  const kernels::Stream stream = kernels::Stream::cuda();
+  DevicePaths paths(s, stream);
+  if (paths.plan().sparse.size() != 1) {
     std::fprintf(stderr, "gradwire_bench_compress: internal error: DGC planned no sparse tensor\n");
     return 1;
   }
-  const std::size_t k = plan.k[0];
+  const std::size_t k = paths.plan().k[0];
   std::printf(
       "# gradwire_bench_compress --device cuda: %zu floats N(0,1) on CUDA device %d (%s), k = "
       "%zu, sample ratio %g, %d repeats\n",
-      numel, stream.cuda_device(), kernels::cuda_device_bus_id(stream.cuda_device()).c_str(), k,
+      s.numel, stream.cuda_device(), kernels::cuda_device_bus_id(stream.cuda_device()).c_str(), k,
       s.sample_ratio, s.repeats);
-
-  compressors::SparseMessageWriter message;
-  message.reserve(compressors::max_message_words(plan), stream);
-  compressors::EncodedBucket out;
-  out.sparse = &message;
-  kernels::Buffer<std::uint32_t> sort_indices(numel, stream), sort_scratch(numel, stream);
-  std::int64_t step = 0;
-  double checksum = 0;
-  const auto encode = [&] {
-    message.clear();
-    dgc.begin_step(step++);
-    dgc.encode(bucket, plan, 1, out);
-  };
-  const auto sort = [&] {
-    kernels::exact_topk_by_sort(grad.data(), numel, k, sort_indices.data(), sort_scratch.data(),
-                                stream);
-  };
-  const auto read = [&] { checksum += kernels::sum_of_squares(grad.data(), numel, stream); };
 
   kernels::Event start, end;
   const auto time_on_stream = [&](const std::function<void()>& fn) {
@@ -121,58 +235,15 @@ int run(const CompressSettings& s) {
     end.record(stream);
     return end.elapsed_ms_since(start) * 1e-3;
   };
-
-  double precision_min = 1.0;
-  std::size_t selected_min = k, selected_max = 0;
-  std::vector<std::uint32_t> sent, exact(k);
-  compressors::BucketView host_bucket = bucket;  // the same layout; the data is not read
-  host_bucket.data = nullptr;
-  compressors::SparseSegments segments;
-  // Untimed: the precision of the last encode against the exact top-k of what it selected from.
-  const auto after_encode = [&](int) {
-    // The message is read as a receiver reads it, on either wire (Note [Sparse message format]):
-    // validated and, on the compact wire, decoded to (index, value) pairs, on the host.
-    const std::vector<std::uint32_t> words = message.words();
-    compressors::validate_sparse_messages(host_bucket, plan, words.data(), {words.size()},
-                                          segments);
-    const std::uint32_t* pairs =
-        (segments.in_decoded ? segments.decoded.data() : words.data()) + segments.offset[0];
-    const std::size_t count = segments.count[0];
-    std::vector<float> acc = dgc.accumulator(0);  // zero where sent
-    sent.resize(count);
-    for (std::size_t j = 0; j < count; ++j) {
-      sent[j] = pairs[2 * j];
-      std::memcpy(&acc[sent[j]], &pairs[2 * j + 1], sizeof(float));
-    }
-    kernels::copy_bytes(reference.data(), acc.data(), numel * sizeof(float), stream);
-    kernels::exact_topk_by_sort(reference.data(), numel, k, sort_indices.data(),
-                                sort_scratch.data(), stream);
-    kernels::copy_bytes(exact.data(), sort_indices.data(), k * sizeof(std::uint32_t), stream);
-    stream.synchronize();
-    precision_min =
-        std::min(precision_min, count ? double(common_count(sent, exact)) / double(count) : 0.0);
-    selected_min = std::min(selected_min, count);
-    selected_max = std::max(selected_max, count);
-  };
-
   // Warm-up: grows every workspace, creates the events, and starts the residuals.
-  time_on_stream(encode);
-  time_on_stream(sort);
-  time_on_stream(read);
-  const Variants variants = {{"encode", encode}, {"sort", sort}, {"read", read}};
-  const std::vector<std::vector<double>> times =
-      rotate(variants, s.repeats, time_on_stream, after_encode);
+  const Variants variants = paths.variants();
+  for (const Variant& v : variants) time_on_stream(v.run);
+  Precision precision(k);
+  const std::vector<double> med = medians(rotate(
+      variants, s.repeats, time_on_stream, [&](int) { precision.add(paths.check_last_encode()); }));
 
-  std::vector<double> med;
-  for (const std::vector<double>& t : times) med.push_back(median(t));
-  const double encode_s = med[0], sort_s = med[1], read_s = med[2];
-  const double speedup = sort_s / encode_s, vs_read = encode_s / read_s;
-  const double bytes = static_cast<double>(numel) * sizeof(float);
-  std::printf("  %-8s %12s %10s\n", "path", "median(ms)", "GB/s");
-  for (std::size_t v = 0; v < variants.size(); ++v) {
-    std::printf("  %-8s %12.3f %10.2f\n", variants[v].name.c_str(), med[v] * 1e3,
-                bytes / med[v] / 1e9);
-  }
+  const double speedup = med[1] / med[0], vs_read = med[0] / med[2];
+  print_path_table(variants, med, static_cast<double>(s.numel) * sizeof(float));
   const std::vector<Target> targets = {
       at_most(format("DGC encode / read pass: %.2f", vs_read), vs_read, 2.0,
               "time_vs_read_pass_max", "time_vs_read_pass_met"),
@@ -181,30 +252,9 @@ int run(const CompressSettings& s) {
   std::printf("# targets for an H100-class GPU:\n");
   print_verdicts(targets);
   std::printf("# precision (min over repeats) %.6f, selected %zu..%zu of k = %zu (checksum %g)\n",
-              precision_min, selected_min, selected_max, k, checksum);
-
-  const nlohmann::json report = {
-      {"benchmark", "gradwire_bench_compress"},
-      {"device", "cuda"},
-      {"cuda_device", stream.cuda_device()},
-      {"cuda_device_bus_id", kernels::cuda_device_bus_id(stream.cuda_device())},
-      {"method", kMethod},
-      {"numel", numel},
-      {"k", k},
-      {"sparsity", s.sparsity},
-      {"sample_ratio", s.sample_ratio},
-      {"repeats", s.repeats},
-      {"encode_seconds", encode_s},
-      {"sort_seconds", sort_s},
-      {"read_pass_seconds", read_s},
-      {"read_pass_gbps", bytes / read_s / 1e9},
-      {"speedup_vs_sort", speedup},
-      {"time_vs_read_pass", vs_read},
-      {"precision", precision_min},
-      {"selected", selected_min},
-      {"selected_max", selected_max},
-      {"targets", targets_json(targets)}};
-  return write_report(report, s.report_path);
+              precision.precision_min, precision.selected_min, precision.selected_max, k,
+              paths.checksum());
+  return write_report(device_report(s, stream, k, med, precision, targets), s.report_path);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace gw::bench {
 
@@ -15,6 +16,10 @@ struct CompressSettings {
   double sample_ratio = 0.01;
   int repeats = 11;
 };
+
+// The gradient both modes encode: `numel` floats drawn from N(0, 1) by a fixed-seed mt19937_64
+// (bench_compress.cc).
+std::vector<float> normal_gradient(std::size_t numel);
 
 // The device mode; returns the exit code: 2, with a message on stderr, where no CUDA device is
 // usable (a build without CUDA included).

@@ -30,6 +30,21 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+std::vector<double> medians(const std::vector<std::vector<double>>& times) {
+  std::vector<double> out;
+  for (const std::vector<double>& t : times) out.push_back(median(t));
+  return out;
+}
+
+void print_path_table(const Variants& variants, const std::vector<double>& median_seconds,
+                      double bytes) {
+  std::printf("  %-8s %12s %10s\n", "path", "median(ms)", "GB/s");
+  for (std::size_t v = 0; v < variants.size(); ++v) {
+    std::printf("  %-8s %12.3f %10.2f\n", variants[v].name.c_str(), median_seconds[v] * 1e3,
+                bytes / median_seconds[v] / 1e9);
+  }
+}
+
 nlohmann::json seconds_by_name(const Variants& variants, const std::vector<double>& seconds) {
   nlohmann::json out = nlohmann::json::object();
   for (std::size_t v = 0; v < variants.size(); ++v) out[variants[v].name] = seconds[v];

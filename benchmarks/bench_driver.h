@@ -33,6 +33,13 @@ std::vector<std::vector<double>> rotate(
     const std::function<void(int)>& after);
 
 double median(std::vector<double> v);
+// The median of each variant's times, in the variants' order (of rotate's result).
+std::vector<double> medians(const std::vector<std::vector<double>>& times);
+
+// The one-process benchmarks' table: "path median(ms) GB/s", a row per variant with its median
+// and `bytes` read in that time.
+void print_path_table(const Variants& variants, const std::vector<double>& median_seconds,
+                      double bytes);
 
 // The report's {name: seconds} of each variant.
 nlohmann::json seconds_by_name(const Variants& variants, const std::vector<double>& seconds);
