@@ -218,11 +218,7 @@ nlohmann::json sweep(Workload& w, int iterations, const MpiBench& bench, double&
   return rows;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  Options o;
-  CLI::App app{"gradwire tensor fusion vs per-tensor and single MPI_Allreduce (run under mpirun)"};
+void add_options(CLI::App& app, Options& o) {
   app.add_option("--report", o.report_path, "Write the JSON report here (rank 0)");
   app.add_option("--seconds-per-case", o.seconds_per_case,
                  "Rough time budget per workload, all four paths together (at least "
@@ -237,69 +233,81 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
   app.add_flag("--no-sweep", o.no_sweep, "Skip the threshold sweep");
+}
+
+void print_header(int n) {
+  const gw::config::ParamSpec* threshold_spec =
+      gw::config::registry().find(gw::config::keys::kFusionThresholdMb);
+  std::printf("# gradwire_bench_fusion: %d ranks, float32 sum; default %s = %s MiB (registry)\n",
+              n, gw::config::keys::kFusionThresholdMb, threshold_spec->default_text.c_str());
+  std::printf("# %-9s %7s %8s %5s %7s | %10s %10s %10s %10s | %12s %15s %6s\n", "workload",
+              "tensors", "MB", "iters", "buckets", "per_tensor", "fused", "gw_thr0", "single",
+              "fused/single", "per_tensor/fused", "#wrong");
+  std::printf("# %-9s %7s %8s %5s %7s | %10s %10s %10s %10s |\n", "", "", "", "", "(plan)",
+              "(ms)", "(ms)", "(ms)", "(ms)");
+}
+
+// The sweeps of every workload: per workload its rows in `sweeps` and the lowest ratio's
+// threshold in `best_mb`.
+void sweep_all(std::vector<Workload>& workloads, const Options& o, const MpiBench& bench,
+               nlohmann::json& sweeps, nlohmann::json& best_mb) {
+  if (bench.rank() == 0) {
+    std::printf("# threshold sweep: %d iterations each, fused rotating with single\n",
+                o.sweep_iterations);
+    std::printf("# %-9s %8s %7s | %10s %10s | %12s\n", "workload", "MiB", "buckets", "fused(ms)",
+                "single(ms)", "fused/single");
+  }
+  for (Workload& w : workloads) {
+    double best = 0;
+    sweeps[w.name] = sweep(w, o.sweep_iterations, bench, best);
+    best_mb[w.name] = best;
+  }
+  if (bench.rank() == 0) {
+    std::printf("# sweep: lowest fused/single at resnet50 %g MiB, small %g MiB\n",
+                best_mb["resnet50"].get<double>(), best_mb["small"].get<double>());
+  }
+}
+
+std::vector<gw::bench::Target> fusion_targets(const Ratios& ratios) {
+  const double fused_resnet = ratios.fused_vs_single.at("resnet50").get<double>();
+  const double fused_small = ratios.fused_vs_single.at("small").get<double>();
+  const double per_small = ratios.per_tensor_vs_fused.at("small").get<double>();
+  return {gw::bench::at_most(gw::bench::format("fused / single allreduce: resnet50 %.3f, small %.3f",
+                                               fused_resnet, fused_small),
+                             std::max(fused_resnet, fused_small), 1.15,
+                             "fused_vs_single_allreduce_max", "fused_vs_single_met", " on both"),
+          gw::bench::at_least(
+              gw::bench::format("per-tensor allreduce / fused on small: %.2f", per_small),
+              per_small, 5.0, "per_tensor_vs_fused_small_min", "per_tensor_vs_fused_met"),
+          gw::bench::no_wrong_elements(ratios.wrong)};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"gradwire tensor fusion vs per-tensor and single MPI_Allreduce (run under mpirun)"};
+  add_options(app, o);
   CLI11_PARSE(app, argc, argv);
 
   MpiBench bench("gradwire_bench_fusion", o.report_path, &argc, &argv);
-  const int n = bench.size(), rank = bench.rank();
-
-  const gw::config::ParamSpec* threshold_spec =
-      gw::config::registry().find(gw::config::keys::kFusionThresholdMb);
-  const std::string default_text = threshold_spec->default_text;
   const double default_mb = gw::config::Config().get_float(gw::config::keys::kFusionThresholdMb);
-
   std::vector<Workload> workloads;
   workloads.push_back(gw::bench::resnet50_workload());
   workloads.push_back(small_workload(kSmallSeed));
-  if (!gw::bench::resnet50_table_ok(workloads[0], rank)) return 2;
+  if (!gw::bench::resnet50_table_ok(workloads[0], bench.rank())) return 2;
 
-  if (rank == 0) {
-    std::printf(
-        "# gradwire_bench_fusion: %d ranks, float32 sum; default %s = %s MiB (registry)\n", n,
-        gw::config::keys::kFusionThresholdMb, default_text.c_str());
-    std::printf("# %-9s %7s %8s %5s %7s | %10s %10s %10s %10s | %12s %15s %6s\n", "workload",
-                "tensors", "MB", "iters", "buckets", "per_tensor", "fused", "gw_thr0", "single",
-                "fused/single", "per_tensor/fused", "#wrong");
-    std::printf("# %-9s %7s %8s %5s %7s | %10s %10s %10s %10s |\n", "", "", "", "", "(plan)",
-                "(ms)", "(ms)", "(ms)", "(ms)");
-  }
+  if (bench.rank() == 0) print_header(bench.size());
   Ratios ratios;
   nlohmann::json workloads_json = nlohmann::json::object();
   for (Workload& w : workloads) workloads_json[w.name] = measure(w, o, bench, default_mb, ratios);
 
   nlohmann::json sweeps = nlohmann::json::object();
   nlohmann::json sweep_best = nlohmann::json::object();  // per workload: the lowest ratio's MiB
-  if (!o.no_sweep) {
-    if (rank == 0) {
-      std::printf("# threshold sweep: %d iterations each, fused rotating with single\n",
-                  o.sweep_iterations);
-      std::printf("# %-9s %8s %7s | %10s %10s | %12s\n", "workload", "MiB", "buckets",
-                  "fused(ms)", "single(ms)", "fused/single");
-    }
-    for (Workload& w : workloads) {
-      double best_mb = 0;
-      sweeps[w.name] = sweep(w, o.sweep_iterations, bench, best_mb);
-      sweep_best[w.name] = best_mb;
-    }
-    if (rank == 0) {
-      std::printf("# sweep: lowest fused/single at resnet50 %g MiB, small %g MiB\n",
-                  sweep_best["resnet50"].get<double>(), sweep_best["small"].get<double>());
-    }
-  }
+  if (!o.no_sweep) sweep_all(workloads, o, bench, sweeps, sweep_best);
 
-  const double fused_resnet = ratios.fused_vs_single["resnet50"].get<double>();
-  const double fused_small = ratios.fused_vs_single["small"].get<double>();
-  const double per_small = ratios.per_tensor_vs_fused["small"].get<double>();
-  const std::vector<gw::bench::Target> targets = {
-      gw::bench::at_most(gw::bench::format("fused / single allreduce: resnet50 %.3f, small %.3f",
-                                           fused_resnet, fused_small),
-                         std::max(fused_resnet, fused_small), 1.15,
-                         "fused_vs_single_allreduce_max", "fused_vs_single_met", " on both"),
-      gw::bench::at_least(
-          gw::bench::format("per-tensor allreduce / fused on small: %.2f", per_small), per_small,
-          5.0, "per_tensor_vs_fused_small_min", "per_tensor_vs_fused_met"),
-      gw::bench::no_wrong_elements(ratios.wrong)};
   return bench.conclude(
-      targets, kMethod,
+      fusion_targets(ratios), kMethod,
       {{"default_threshold_mb", default_mb},
        {"small_workload_seed", kSmallSeed},
        {"workloads", workloads_json},
