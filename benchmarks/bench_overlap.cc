@@ -209,12 +209,7 @@ Calibration calibrate(Backward& backward, const Variants& paths, const Options& 
   return c;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  Options o;
-  CLI::App app{"gradwire: step time with and without overlap of exchange and backward (run "
-               "under mpirun)"};
+void add_options(CLI::App& app, Options& o) {
   app.add_option("--report", o.report_path, "Write the JSON report here (rank 0)");
   app.add_option("--compute", o.compute,
                  "Backward stand-in: sleep (an accelerator: the thread waits) or cpu (sgemm)")
@@ -234,115 +229,150 @@ int main(int argc, char** argv) {
                  "Iterations of each calibration measurement")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
+}
+
+// The four paths, in the order of kCompute, kExchange, kNoOverlap, kOverlapped.
+Variants make_paths(Backward& backward, gw::DistributedOptimizer& opt) {
+  return {{"compute_only", [&] { backward.run(nullptr); }},
+          {"exchange_only",
+           [&] {
+             gw::bench::all_ready(opt);
+             opt.step();
+           }},
+          {"no_overlap",
+           [&] {
+             backward.run(nullptr);
+             gw::bench::all_ready(opt);
+             opt.step();
+           }},
+          {"overlapped", [&] {
+             backward.run(&opt);
+             opt.step();
+           }}};
+}
+
+// The ratios of the paths' medians (see the top).
+struct OverlapRatios {
+  explicit OverlapRatios(const std::vector<double>& med)
+      : floor_s(std::max(med[kCompute], med[kExchange])),
+        overlapped_vs_max(med[kOverlapped] / floor_s),
+        no_overlap_vs_max(med[kNoOverlap] / floor_s),
+        overlapped_vs_no(med[kOverlapped] / med[kNoOverlap]),
+        hidden((med[kNoOverlap] - med[kOverlapped]) / std::min(med[kCompute], med[kExchange])) {}
+  double floor_s;  // max(compute_only, exchange_only)
+  double overlapped_vs_max, no_overlap_vs_max, overlapped_vs_no;
+  // Of the time that overlap could hide (the shorter of compute and exchange), the part hidden.
+  double hidden;
+};
+
+// The run's set-up: the options, the model, the threshold in force and the buckets it plans.
+struct Setup {
+  const Options& o;
+  std::size_t tensors;
+  const gw::bench::Workload& w;
+  double threshold;
+  std::size_t buckets;
+};
+
+void print_summary(const Setup& r, int n, const Calibration& cal, const Variants& paths,
+                   const gw::bench::Timed& timed, const OverlapRatios& x, std::int64_t wrong) {
+  const Options& o = r.o;
+  std::printf(
+      "# gradwire_bench_overlap: %d ranks, ResNet-50 (%zu tensors, %.2f MB), compute %s, "
+      "%s = %g MiB%s (%zu buckets planned)\n",
+      n, r.tensors, r.w.total * 4 / 1e6, o.compute.c_str(), gw::config::keys::kFusionThresholdMb,
+      r.threshold, o.threshold_mb.empty() ? " (default)" : "", r.buckets);
+  std::printf(
+      "# calibration: exchange-only %.2f ms alone, %.2f ms in the pilot; compute target "
+      "%.2f ms (ratio %g), %.2f ms in the pilot before its correction%s\n",
+      cal.exchange_first * 1e3, cal.exchange_pilot * 1e3, cal.target * 1e3, o.compute_ratio,
+      cal.compute_pilot * 1e3,
+      o.compute == "cpu" ? (", " + std::to_string(static_cast<long long>(cal.gemm_rate)) +
+                            " sgemm(64)/s per rank")
+                               .c_str()
+                         : "");
+  std::printf("  %-14s %10s %10s\n", "path", "median(ms)", "/max(C,E)");
+  for (std::size_t p = 0; p < paths.size(); ++p) {
+    std::printf("  %-14s %10.2f %10.3f\n", paths[p].name.c_str(), timed.median[p] * 1e3,
+                timed.median[p] / x.floor_s);
+  }
+  std::printf("# iterations %d; overlapped / no_overlap %.3f; hidden %.1f%% of min(C,E); "
+              "#wrong %lld\n",
+              timed.iterations, x.overlapped_vs_no, 100 * x.hidden, static_cast<long long>(wrong));
+}
+
+nlohmann::json report_fields(const Setup& r, const Calibration& cal, double stand_in_seconds,
+                             const Variants& paths, const gw::bench::Timed& timed,
+                             const OverlapRatios& x, std::int64_t wrong) {
+  const Options& o = r.o;
+  return {{"compute_mode", o.compute},
+          {"compute_ratio", o.compute_ratio},
+          {"threshold_mb", r.threshold},
+          {"threshold_source", o.threshold_mb.empty() ? "default" : "option"},
+          {"planned_buckets", r.buckets},
+          {"tensors", r.tensors},
+          {"total_bytes", 4 * r.w.total},
+          {"iterations", timed.iterations},
+          {"calibration",
+           {{"exchange_only_alone_seconds", cal.exchange_first},
+            {"exchange_only_pilot_seconds", cal.exchange_pilot},
+            {"compute_pilot_seconds", cal.compute_pilot},
+            {"compute_target_seconds", cal.target},
+            {"stand_in_seconds", stand_in_seconds},
+            {"iterations", o.calibration_iterations},
+            {"gemm_size", GemmWork::kSize},
+            {"gemm_calls_per_second", cal.gemm_rate}}},
+          {"seconds", gw::bench::seconds_by_name(paths, timed.median)},
+          {"overlapped_vs_max_compute_exchange", x.overlapped_vs_max},
+          {"no_overlap_vs_max_compute_exchange", x.no_overlap_vs_max},
+          {"overlapped_vs_no_overlap", x.overlapped_vs_no},
+          {"hidden_fraction", x.hidden},
+          {"wrong", wrong}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"gradwire: step time with and without overlap of exchange and backward (run "
+               "under mpirun)"};
+  add_options(app, o);
   CLI11_PARSE(app, argc, argv);
-  const bool cpu = o.compute == "cpu";
   openblas_set_num_threads(1);  // the stand-in's work runs on the calling thread only
 
   gw::bench::MpiBench bench("gradwire_bench_overlap", o.report_path, &argc, &argv);
   const int n = bench.size(), rank = bench.rank();
-
   const std::vector<gw::bench::ModelTensor> tensors = gw::bench::resnet50_tensors();
   gw::bench::Workload w = gw::bench::resnet50_workload();
   if (!gw::bench::resnet50_table_ok(w, rank)) return 2;
 
   const gw::DistributedOptimizerOptions options = gw::bench::make_options(o.threshold_mb);
   const double threshold = options.config.get_float(gw::config::keys::kFusionThresholdMb);
-  const std::size_t buckets = gw::bench::fusion_bucket_count(w.numels, threshold);
+  const Setup setup{o, tensors.size(), w, threshold,
+                           gw::bench::fusion_bucket_count(w.numels, threshold)};
   gw::DistributedOptimizer opt(bench.comm(), std::make_unique<gw::bench::NoUpdate>(true),
                                w.specs(), options);
-
   // Values stay bounded: every step sums n copies, so the gradients go back to 1 now and then.
   const auto fill = [&] { gw::bench::fill_gradients(opt, w, 1.0f); };
   fill();
 
-  Backward backward(tensors, cpu);
-  const Variants paths = {{"compute_only", [&] { backward.run(nullptr); }},
-                          {"exchange_only",
-                           [&] {
-                             gw::bench::all_ready(opt);
-                             opt.step();
-                           }},
-                          {"no_overlap",
-                           [&] {
-                             backward.run(nullptr);
-                             gw::bench::all_ready(opt);
-                             opt.step();
-                           }},
-                          {"overlapped", [&] {
-                             backward.run(&opt);
-                             opt.step();
-                           }}};
+  Backward backward(tensors, o.compute == "cpu");
+  const Variants paths = make_paths(backward, opt);
   const Calibration cal = calibrate(backward, paths, o, n, fill);
-
   // Untimed check of the overlapped path's result.
   const std::int64_t wrong = gw::bench::count_wrong(opt, w, rank, n, paths[kOverlapped].run);
   fill();
-
   // One warm-up round of every path; its time sizes the run.
   const gw::bench::Timed timed = gw::bench::run_timed(paths, 1, o.seconds, 5, fill);
-  const std::vector<double>& med = timed.median;
-  const double floor_s = std::max(med[kCompute], med[kExchange]);
-  const double overlapped_vs_max = med[kOverlapped] / floor_s;
-  const double no_overlap_vs_max = med[kNoOverlap] / floor_s;
-  const double overlapped_vs_no = med[kOverlapped] / med[kNoOverlap];
-  // Of the time that overlap could hide (the shorter of compute and exchange), the part hidden.
-  const double hidden =
-      (med[kNoOverlap] - med[kOverlapped]) / std::min(med[kCompute], med[kExchange]);
+  const OverlapRatios x(timed.median);
 
-  if (rank == 0) {
-    std::printf(
-        "# gradwire_bench_overlap: %d ranks, ResNet-50 (%zu tensors, %.2f MB), compute %s, "
-        "%s = %g MiB%s (%zu buckets planned)\n",
-        n, tensors.size(), w.total * 4 / 1e6, o.compute.c_str(),
-        gw::config::keys::kFusionThresholdMb, threshold,
-        o.threshold_mb.empty() ? " (default)" : "", buckets);
-    std::printf(
-        "# calibration: exchange-only %.2f ms alone, %.2f ms in the pilot; compute target "
-        "%.2f ms (ratio %g), %.2f ms in the pilot before its correction%s\n",
-        cal.exchange_first * 1e3, cal.exchange_pilot * 1e3, cal.target * 1e3, o.compute_ratio,
-        cal.compute_pilot * 1e3,
-        cpu ? (", " + std::to_string(static_cast<long long>(cal.gemm_rate)) +
-               " sgemm(64)/s per rank")
-                  .c_str()
-            : "");
-    std::printf("  %-14s %10s %10s\n", "path", "median(ms)", "/max(C,E)");
-    for (std::size_t p = 0; p < paths.size(); ++p) {
-      std::printf("  %-14s %10.2f %10.3f\n", paths[p].name.c_str(), med[p] * 1e3,
-                  med[p] / floor_s);
-    }
-    std::printf("# iterations %d; overlapped / no_overlap %.3f; hidden %.1f%% of min(C,E); "
-                "#wrong %lld\n",
-                timed.iterations, overlapped_vs_no, 100 * hidden, static_cast<long long>(wrong));
-  }
+  if (rank == 0) print_summary(setup, n, cal, paths, timed, x, wrong);
   const std::vector<gw::bench::Target> targets = {
       gw::bench::at_most(
           gw::bench::format("overlapped / max(compute_only, exchange_only): %.3f",
-                            overlapped_vs_max),
-          overlapped_vs_max, 1.15, "overlapped_vs_max_compute_exchange_max", "overlapped_met"),
+                            x.overlapped_vs_max),
+          x.overlapped_vs_max, 1.15, "overlapped_vs_max_compute_exchange_max", "overlapped_met"),
       gw::bench::no_wrong_elements(wrong)};
-  return bench.conclude(
-      targets, kMethod,
-      {{"compute_mode", o.compute},
-       {"compute_ratio", o.compute_ratio},
-       {"threshold_mb", threshold},
-       {"threshold_source", o.threshold_mb.empty() ? "default" : "option"},
-       {"planned_buckets", buckets},
-       {"tensors", tensors.size()},
-       {"total_bytes", 4 * w.total},
-       {"iterations", timed.iterations},
-       {"calibration",
-        {{"exchange_only_alone_seconds", cal.exchange_first},
-         {"exchange_only_pilot_seconds", cal.exchange_pilot},
-         {"compute_pilot_seconds", cal.compute_pilot},
-         {"compute_target_seconds", cal.target},
-         {"stand_in_seconds", backward.seconds()},
-         {"iterations", o.calibration_iterations},
-         {"gemm_size", GemmWork::kSize},
-         {"gemm_calls_per_second", cal.gemm_rate}}},
-       {"seconds", gw::bench::seconds_by_name(paths, med)},
-       {"overlapped_vs_max_compute_exchange", overlapped_vs_max},
-       {"no_overlap_vs_max_compute_exchange", no_overlap_vs_max},
-       {"overlapped_vs_no_overlap", overlapped_vs_no},
-       {"hidden_fraction", hidden},
-       {"wrong", wrong}});
+  return bench.conclude(targets, kMethod,
+                        report_fields(setup, cal, backward.seconds(), paths, timed, x, wrong));
 }
