@@ -141,66 +141,60 @@ Case make_case(const CaseSpec& s, const gw::trainer::FashionMnist& data,
   return c;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+struct Options {
   std::string report_path, device = "cpu", models = "mlp,cnn", batches = "32,256";
   int iterations = 20, warm = 3;
-  CLI::App app{"gradwire_train's steps on the CPU and on a GPU, side by side (under mpirun)"};
-  app.add_option("--report", report_path, "Write the JSON report here (rank 0)");
-  app.add_option("--device", device, "cpu, cuda, or both side by side")
+};
+
+void add_options(CLI::App& app, Options& o) {
+  app.add_option("--report", o.report_path, "Write the JSON report here (rank 0)");
+  app.add_option("--device", o.device, "cpu, cuda, or both side by side")
       ->check(CLI::IsMember({"cpu", "cuda", "both"}))
       ->capture_default_str();
-  app.add_option("--models", models, "Models, comma-separated (mlp, cnn)")->capture_default_str();
-  app.add_option("--batches", batches, "Batch sizes per rank, comma-separated")
+  app.add_option("--models", o.models, "Models, comma-separated (mlp, cnn)")->capture_default_str();
+  app.add_option("--batches", o.batches, "Batch sizes per rank, comma-separated")
       ->capture_default_str();
-  app.add_option("--iterations", iterations, "Timed steps per variant")
+  app.add_option("--iterations", o.iterations, "Timed steps per variant")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
-  app.add_option("--warm-up", warm, "Untimed steps per variant first")
+  app.add_option("--warm-up", o.warm, "Untimed steps per variant first")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
-  const bool cpu = device != "cuda", cuda = device != "cpu";
-  if (cuda && !gw::kernels::cuda_device_available()) {
-    std::fprintf(stderr,
-                 "gradwire_bench_train: --device %s: no usable CUDA device here; use "
-                 "--device cpu\n",
-                 device.c_str());
-    return 2;
-  }
-  const auto split = [](const std::string& text) {
-    std::vector<std::string> out;
-    std::size_t at = 0;
-    while (at <= text.size()) {
-      const std::size_t end = std::min(text.find(',', at), text.size());
-      if (end > at) out.push_back(text.substr(at, end - at));
-      at = end + 1;
-    }
-    return out;
-  };
-  std::vector<std::size_t> batch_sizes;
-  for (const std::string& b : split(batches)) batch_sizes.push_back(std::stoul(b));
+}
 
-  gw::bench::MpiBench bench("gradwire_bench_train", report_path, &argc, &argv);
-  const int n = bench.size();
-  gw::kernels::Stream gpu = gw::kernels::Stream::host();
-  if (cuda) gpu = gw::kernels::Stream::cuda(gw::default_cuda_device());
-  const gw::trainer::FashionMnist data = synthetic_data(4096);
-  // Note [The CPU mode on every core]
-  // The CPU trainer uses a machine's cores as one rank per core (OpenBLAS one thread each) or as
-  // one rank with a BLAS thread per core; which is faster depends on the shapes. Each CPU variant
-  // runs at one BLAS thread and at one per core, and the CPU mode's figure "on every core" is the
-  // better of: the every-core run, and `cores` x the one-thread run (perfect scaling over ranks, a
-  // bound no real run of one rank per core exceeds). The GPU's speed-up is over that figure.
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+// The entries of a comma-separated list, empty ones left out.
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t end = std::min(text.find(',', at), text.size());
+    if (end > at) out.push_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  return out;
+}
+
+// This machine's cores (at least 1).
+int core_count() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
+// Note [The CPU mode on every core]
+// The CPU trainer uses a machine's cores as one rank per core (OpenBLAS one thread each) or as
+// one rank with a BLAS thread per core; which is faster depends on the shapes. Each CPU variant
+// runs at one BLAS thread and at one per core, and the CPU mode's figure "on every core" is the
+// better of: the every-core run, and `cores` x the one-thread run (perfect scaling over ranks, a
+// bound no real run of one rank per core exceeds). The GPU's speed-up is over that figure.
+
+// The variants: per device, model, batch and precision (the CPU's at one BLAS thread and at
+// `cores`), then the GPU's exchange cases per model.
+std::vector<CaseSpec> case_specs(const Options& o, bool cpu, bool cuda, int cores) {
   std::vector<int> cpu_threads = {1};
   if (cores > 1) cpu_threads.push_back(cores);
-
+  std::vector<std::size_t> batch_sizes;
+  for (const std::string& b : split_list(o.batches)) batch_sizes.push_back(std::stoul(b));
   std::vector<CaseSpec> specs;
   for (const std::string& dev : {std::string("cpu"), std::string("cuda")}) {
     if ((dev == "cpu" && !cpu) || (dev == "cuda" && !cuda)) continue;
-    for (const std::string& m : split(models)) {
+    for (const std::string& m : split_list(o.models)) {
       for (std::size_t b : batch_sizes) {
         for (bool amp : {false, true}) {
           const std::string name =
@@ -223,6 +217,13 @@ int main(int argc, char** argv) {
       }
     }
   }
+  return specs;
+}
+
+// Every case set up, `warm` untimed steps of each, then `iterations` in rotation: the medians.
+std::vector<double> time_cases(const std::vector<CaseSpec>& specs, const gw::bench::MpiBench& bench,
+                               const gw::kernels::Stream& gpu, const Options& o) {
+  const gw::trainer::FashionMnist data = synthetic_data(4096);
   std::vector<Case> cases;
   for (const CaseSpec& s : specs) {
     cases.push_back(
@@ -232,24 +233,35 @@ int main(int argc, char** argv) {
   for (std::size_t i = 0; i < cases.size(); ++i) {
     variants.push_back({specs[i].name, [&cases, i] { cases[i].step(); }});
   }
-  gw::bench::warm_up(variants, warm);
-  const std::vector<double> med = gw::bench::rotate_medians(variants, iterations, {});
+  gw::bench::warm_up(variants, o.warm);
+  return gw::bench::rotate_medians(variants, o.iterations, {});
+}
 
+// The figures of a run: per variant its step time and samples/s (rows), samples/s by name
+// (sps: the variants' and the CPU modes' on every core), and how each CPU mode's came about.
+struct Figures {
   nlohmann::json rows = nlohmann::json::object();
   std::map<std::string, double> sps;
+  nlohmann::json cpu_modes = nlohmann::json::object();
+};
+
+void add_variant_rows(const std::vector<CaseSpec>& specs, const std::vector<double>& med, int n,
+                      Figures& f) {
   for (std::size_t i = 0; i < specs.size(); ++i) {
     const double s = med[i];
-    sps[specs[i].name] = static_cast<double>(specs[i].batch * static_cast<std::size_t>(n)) / s;
-    rows[specs[i].name] = {{"step_seconds", s}, {"samples_per_second", sps[specs[i].name]}};
+    f.sps[specs[i].name] = static_cast<double>(specs[i].batch * static_cast<std::size_t>(n)) / s;
+    f.rows[specs[i].name] = {{"step_seconds", s}, {"samples_per_second", f.sps[specs[i].name]}};
     if (specs[i].blas_threads > 0) {
       // What OpenBLAS ran with (it may cap a request above the threads it started with).
       openblas_set_num_threads(specs[i].blas_threads);
-      rows[specs[i].name]["blas_threads"] = openblas_get_num_threads();
+      f.rows[specs[i].name]["blas_threads"] = openblas_get_num_threads();
     }
   }
-  // The CPU mode on every core (Note [The CPU mode on every core]): the better of the every-core
-  // run and the one-thread run times the cores.
-  nlohmann::json cpu_modes = nlohmann::json::object();
+}
+
+// The CPU mode on every core (Note [The CPU mode on every core]): the better of the every-core
+// run and the one-thread run times the cores.
+void add_cpu_modes(const std::vector<CaseSpec>& specs, int cores, Figures& f) {
   for (const CaseSpec& spec : specs) {
     const std::string one = "/t1";
     if (spec.device != "cpu" || spec.name.size() < one.size() ||
@@ -257,45 +269,59 @@ int main(int argc, char** argv) {
       continue;
     }
     const std::string base = spec.name.substr(0, spec.name.size() - one.size());
-    const double scaled = sps[spec.name] * cores;
+    const double scaled = f.sps[spec.name] * cores;
     const std::string all = base + "/t" + std::to_string(cores);
-    const double measured = sps.count(all) ? sps[all] : 0.0;
-    sps[base] = std::max(scaled, measured);
-    cpu_modes[base] = {{"samples_per_second", sps[base]},
-                       {"from", scaled >= measured ? "one BLAS thread x cores (a bound)"
-                                                   : "one rank, a BLAS thread per core"},
-                       {"one_thread_x_cores", scaled},
-                       {"every_core_threads", measured}};
+    const double measured = f.sps.count(all) ? f.sps[all] : 0.0;
+    f.sps[base] = std::max(scaled, measured);
+    f.cpu_modes[base] = {{"samples_per_second", f.sps[base]},
+                         {"from", scaled >= measured ? "one BLAS thread x cores (a bound)"
+                                                     : "one rank, a BLAS thread per core"},
+                         {"one_thread_x_cores", scaled},
+                         {"every_core_threads", measured}};
   }
-  std::vector<gw::bench::Target> targets;
-  nlohmann::json speedups = nlohmann::json::object(), shares = nlohmann::json::object();
-  if (bench.rank() == 0) std::printf("# gradwire_bench_train: %d rank(s)\n", n);
-  for (const auto& [name, value] : sps) {
-    if (bench.rank() == 0) {
-      if (rows.contains(name)) {
-        std::printf("  %-28s %10.0f samples/s  (%.3f ms/step)\n", name.c_str(), value,
-                    rows[name]["step_seconds"].get<double>() * 1e3);
-      } else {
-        std::printf("  %-28s %10.0f samples/s  (every core: %s)\n", name.c_str(), value,
-                    cpu_modes[name]["from"].get<std::string>().c_str());
-      }
-    }
-    if (cpu && cuda && name.rfind("cuda/", 0) == 0 && sps.count("cpu/" + name.substr(5))) {
-      const double x = value / sps["cpu/" + name.substr(5)];
-      speedups[name.substr(5)] = x;
-      if (name == "cuda/cnn/b256/fp32") {
-        targets.push_back(
-            gw::bench::at_least(gw::bench::format("cnn batch 256 GPU samples/s vs CPU: %.1fx", x),
-                                x, 50.0, "cnn_b256_speedup_min", "cnn_b256_speedup_met"));
-      }
+}
+
+void print_figures(const Figures& f, int n) {
+  std::printf("# gradwire_bench_train: %d rank(s)\n", n);
+  for (const auto& [name, value] : f.sps) {
+    if (f.rows.contains(name)) {
+      std::printf("  %-28s %10.0f samples/s  (%.3f ms/step)\n", name.c_str(), value,
+                  f.rows.at(name).at("step_seconds").get<double>() * 1e3);
+    } else {
+      std::printf("  %-28s %10.0f samples/s  (every core: %s)\n", name.c_str(), value,
+                  f.cpu_modes.at(name).at("from").get<std::string>().c_str());
     }
   }
-  for (const std::string& m : split(models)) {
+}
+
+// The GPU's samples/s over the CPU's, per variant run on both; the CNN's at batch 256 in fp32
+// is a target.
+nlohmann::json gpu_speedups(const Figures& f, std::vector<gw::bench::Target>& targets) {
+  nlohmann::json speedups = nlohmann::json::object();
+  for (const auto& [name, value] : f.sps) {
+    if (name.rfind("cuda/", 0) != 0 || !f.sps.count("cpu/" + name.substr(5))) continue;
+    const double x = value / f.sps.at("cpu/" + name.substr(5));
+    speedups[name.substr(5)] = x;
+    if (name == "cuda/cnn/b256/fp32") {
+      targets.push_back(
+          gw::bench::at_least(gw::bench::format("cnn batch 256 GPU samples/s vs CPU: %.1fx", x), x,
+                              50.0, "cnn_b256_speedup_min", "cnn_b256_speedup_met"));
+    }
+  }
+  return speedups;
+}
+
+// Per model run on the GPU with its exchange cases: each strategy's step against the step
+// without exchange; dgc's is a target.
+nlohmann::json exchange_shares(const Options& o, const Figures& f,
+                               std::vector<gw::bench::Target>& targets) {
+  nlohmann::json shares = nlohmann::json::object();
+  for (const std::string& m : split_list(o.models)) {
     const std::string base = "cuda/" + m + "/b256/";
-    if (!rows.contains(base + "no_exchange")) continue;
-    const double none = rows[base + "no_exchange"]["step_seconds"].get<double>();
+    if (!f.rows.contains(base + "no_exchange")) continue;
+    const double none = f.rows.at(base + "no_exchange").at("step_seconds").get<double>();
     for (const char* c : {"dense", "dgc"}) {
-      const double t = rows[base + c]["step_seconds"].get<double>();
+      const double t = f.rows.at(base + c).at("step_seconds").get<double>();
       shares[m + "/" + c] = {{"step_vs_no_exchange", t / none},
                              {"share_waiting_on_exchange", std::max(0.0, 1.0 - none / t)}};
       if (std::string(c) == "dgc") {
@@ -305,13 +331,48 @@ int main(int argc, char** argv) {
       }
     }
   }
+  return shares;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"gradwire_train's steps on the CPU and on a GPU, side by side (under mpirun)"};
+  add_options(app, o);
+  CLI11_PARSE(app, argc, argv);
+  const bool cpu = o.device != "cuda", cuda = o.device != "cpu";
+  if (cuda && !gw::kernels::cuda_device_available()) {
+    std::fprintf(stderr,
+                 "gradwire_bench_train: --device %s: no usable CUDA device here; use "
+                 "--device cpu\n",
+                 o.device.c_str());
+    return 2;
+  }
+  const int cores = core_count();
+  const std::vector<CaseSpec> specs = case_specs(o, cpu, cuda, cores);
+
+  gw::bench::MpiBench bench("gradwire_bench_train", o.report_path, &argc, &argv);
+  const int n = bench.size();
+  gw::kernels::Stream gpu = gw::kernels::Stream::host();
+  if (cuda) gpu = gw::kernels::Stream::cuda(gw::default_cuda_device());
+  const std::vector<double> med = time_cases(specs, bench, gpu, o);
+
+  Figures f;
+  add_variant_rows(specs, med, n, f);
+  add_cpu_modes(specs, cores, f);
+  if (bench.rank() == 0) print_figures(f, n);
+  std::vector<gw::bench::Target> targets;
+  const nlohmann::json speedups =
+      cpu && cuda ? gpu_speedups(f, targets) : nlohmann::json::object();
+  const nlohmann::json shares = exchange_shares(o, f, targets);
   return bench.conclude(
       targets, kMethod,
-      {{"iterations", iterations},
+      {{"iterations", o.iterations},
        {"hardware_threads", std::thread::hardware_concurrency()},
-       {"cpu_mode_every_core", cpu_modes},
+       {"cpu_mode_every_core", f.cpu_modes},
        {"device", cuda ? gw::kernels::cuda_device_name(gpu.cuda_device()) : "cpu"},
-       {"variants", rows},
+       {"variants", f.rows},
        {"gpu_vs_cpu_samples_per_second", speedups},
        {"exchange", shares}});
 }
