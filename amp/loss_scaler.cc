@@ -114,6 +114,125 @@ T get(std::istream& in) {
   throw std::runtime_error("loss scaler state: corrupt stream (" + what + ")");
 }
 
+// A loss scaler state as a stream holds it: read, not yet checked against this run.
+struct SavedState {
+  LossScalerOptions options;  // but `dynamic`, which is the byte below
+  std::uint8_t dynamic = 0;
+  float scale = 0;
+  std::int64_t streak = 0, skipped = 0, consecutive = 0, last_step = 0;
+  std::vector<ScaleChange> history;
+};
+
+// The fields in save_state's order. Throws on a wrong magic, a truncated stream, a history count
+// that the last step rules out, or an unknown event.
+SavedState read_saved(std::istream& in) {
+  char magic[8];
+  in.read(magic, sizeof magic);
+  if (!in || std::memcmp(magic, kMagic, sizeof magic) != 0) {
+    throw std::runtime_error("loss scaler state: not a gradwire loss scaler state stream");
+  }
+  SavedState saved;
+  saved.options.init_scale = get<float>(in);
+  saved.options.growth_interval = get<std::int64_t>(in);
+  saved.options.growth_factor = get<float>(in);
+  saved.options.backoff_factor = get<float>(in);
+  saved.options.min_scale = get<float>(in);
+  saved.dynamic = get<std::uint8_t>(in);
+  saved.scale = get<float>(in);
+  saved.streak = get<std::int64_t>(in);
+  saved.skipped = get<std::int64_t>(in);
+  saved.consecutive = get<std::int64_t>(in);
+  saved.last_step = get<std::int64_t>(in);
+  const auto count = get<std::uint64_t>(in);
+  // Each change follows a distinct step, so a count beyond last_step + 2 is corrupt; checked
+  // before reading so that a garbage count cannot make the loop run (or allocate) for long.
+  // (Unsigned: last_step -1 gives 1, INT64_MAX does not overflow.)
+  const std::int64_t last_step = saved.last_step;
+  if (last_step < -1 || count < 1 || count > static_cast<std::uint64_t>(last_step) + 2u) {
+    corrupt("last step " + std::to_string(last_step) + " with " + std::to_string(count) +
+            " history entries");
+  }
+  for (std::uint64_t i = 0; i < count; ++i) {
+    ScaleChange c;
+    c.step = get<std::int64_t>(in);
+    c.scale = get<float>(in);
+    const auto event = get<std::uint32_t>(in);
+    if (event > static_cast<std::uint32_t>(ScaleEvent::kGrowth)) {
+      corrupt("history entry " + std::to_string(i) + " has event " + std::to_string(event));
+    }
+    c.event = static_cast<ScaleEvent>(event);
+    saved.history.push_back(c);
+  }
+  return saved;
+}
+
+// Options first: a stream from another configuration is the likely mistake, and names it.
+void check_same_options(const SavedState& saved, const LossScalerOptions& options) {
+  const auto differs = [](const char* variable, const std::string& saved_value,
+                          const std::string& value) {
+    throw std::runtime_error("loss scaler state: saved with " + std::string(variable) + " = " +
+                             saved_value + ", this run has " + value);
+  };
+  const std::uint8_t dynamic = saved.dynamic;
+  if (dynamic > 1) corrupt("dynamic flag " + std::to_string(dynamic));
+  if ((dynamic == 1) != options.dynamic) {
+    differs("GRADWIRE_AMP_DYNAMIC", dynamic == 1 ? "true" : "false",
+            options.dynamic ? "true" : "false");
+  }
+  const LossScalerOptions& was = saved.options;
+  if (was.init_scale != options.init_scale) {
+    differs("GRADWIRE_AMP_INIT_SCALE", number(was.init_scale), number(options.init_scale));
+  }
+  if (was.growth_interval != options.growth_interval) {
+    differs("GRADWIRE_AMP_GROWTH_INTERVAL", std::to_string(was.growth_interval),
+            std::to_string(options.growth_interval));
+  }
+  if (was.growth_factor != options.growth_factor) {
+    differs("GRADWIRE_AMP_GROWTH_FACTOR", number(was.growth_factor),
+            number(options.growth_factor));
+  }
+  if (was.backoff_factor != options.backoff_factor) {
+    differs("GRADWIRE_AMP_BACKOFF_FACTOR", number(was.backoff_factor),
+            number(options.backoff_factor));
+  }
+  if (was.min_scale != options.min_scale) {
+    differs("GRADWIRE_AMP_MIN_SCALE", number(was.min_scale), number(options.min_scale));
+  }
+}
+
+// Then the state must be one that update() could have reached under these options.
+void check_reachable(const SavedState& saved, const LossScalerOptions& options) {
+  const float scale = saved.scale;
+  const std::int64_t streak = saved.streak, skipped = saved.skipped;
+  const std::int64_t consecutive = saved.consecutive, last_step = saved.last_step;
+  if (!std::isfinite(scale) || !(scale > 0.0f) ||
+      (options.dynamic ? scale < options.min_scale : scale != options.init_scale)) {
+    corrupt("scale " + number(scale));
+  }
+  if (streak < 0 || skipped < 0 || consecutive < 0 || consecutive > skipped ||
+      (consecutive > 0 && streak > 0) || (options.dynamic && streak >= options.growth_interval) ||
+      skipped - 1 > last_step || streak - 1 > last_step) {  // at most one per step
+    corrupt("counts: clean streak " + std::to_string(streak) + ", skipped " +
+            std::to_string(skipped) + ", consecutive skips " + std::to_string(consecutive) +
+            ", last step " + std::to_string(last_step));
+  }
+  const std::vector<ScaleChange>& history = saved.history;
+  const ScaleChange& first = history.front();
+  if (first.step != -1 || first.scale != options.init_scale ||
+      first.event != ScaleEvent::kInitial || history.back().scale != scale ||
+      (!options.dynamic && history.size() != 1)) {
+    corrupt("history does not match the scale");
+  }
+  for (std::size_t i = 1; i < history.size(); ++i) {
+    const ScaleChange& c = history[i];
+    const bool rose = c.scale > history[i - 1].scale;
+    if (c.step <= history[i - 1].step || c.step > last_step || c.event == ScaleEvent::kInitial ||
+        rose != (c.event == ScaleEvent::kGrowth) || c.scale == history[i - 1].scale) {
+      corrupt("history entry " + std::to_string(i));
+    }
+  }
+}
+
 }  // namespace
 
 void LossScaler::save_state(std::ostream& out) const {
@@ -139,107 +258,15 @@ void LossScaler::save_state(std::ostream& out) const {
 }
 
 void LossScaler::load_state(std::istream& in) {
-  char magic[8];
-  in.read(magic, sizeof magic);
-  if (!in || std::memcmp(magic, kMagic, sizeof magic) != 0) {
-    throw std::runtime_error("loss scaler state: not a gradwire loss scaler state stream");
-  }
-  LossScalerOptions saved;
-  saved.init_scale = get<float>(in);
-  saved.growth_interval = get<std::int64_t>(in);
-  saved.growth_factor = get<float>(in);
-  saved.backoff_factor = get<float>(in);
-  saved.min_scale = get<float>(in);
-  const auto dynamic = get<std::uint8_t>(in);
-  const auto scale = get<float>(in);
-  const auto streak = get<std::int64_t>(in);
-  const auto skipped = get<std::int64_t>(in);
-  const auto consecutive = get<std::int64_t>(in);
-  const auto last_step = get<std::int64_t>(in);
-  const auto count = get<std::uint64_t>(in);
-  // Each change follows a distinct step, so a count beyond last_step + 2 is corrupt; checked
-  // before reading so that a garbage count cannot make the loop run (or allocate) for long.
-  // (Unsigned: last_step -1 gives 1, INT64_MAX does not overflow.)
-  if (last_step < -1 || count < 1 || count > static_cast<std::uint64_t>(last_step) + 2u) {
-    corrupt("last step " + std::to_string(last_step) + " with " + std::to_string(count) +
-            " history entries");
-  }
-  std::vector<ScaleChange> history;
-  for (std::uint64_t i = 0; i < count; ++i) {
-    ScaleChange c;
-    c.step = get<std::int64_t>(in);
-    c.scale = get<float>(in);
-    const auto event = get<std::uint32_t>(in);
-    if (event > static_cast<std::uint32_t>(ScaleEvent::kGrowth)) {
-      corrupt("history entry " + std::to_string(i) + " has event " + std::to_string(event));
-    }
-    c.event = static_cast<ScaleEvent>(event);
-    history.push_back(c);
-  }
-
-  // Options first: a stream from another configuration is the likely mistake, and names it.
-  const auto differs = [](const char* variable, const std::string& saved_value,
-                          const std::string& value) {
-    throw std::runtime_error("loss scaler state: saved with " + std::string(variable) + " = " +
-                             saved_value + ", this run has " + value);
-  };
-  if (dynamic > 1) corrupt("dynamic flag " + std::to_string(dynamic));
-  if ((dynamic == 1) != options_.dynamic) {
-    differs("GRADWIRE_AMP_DYNAMIC", dynamic == 1 ? "true" : "false",
-            options_.dynamic ? "true" : "false");
-  }
-  if (saved.init_scale != options_.init_scale) {
-    differs("GRADWIRE_AMP_INIT_SCALE", number(saved.init_scale), number(options_.init_scale));
-  }
-  if (saved.growth_interval != options_.growth_interval) {
-    differs("GRADWIRE_AMP_GROWTH_INTERVAL", std::to_string(saved.growth_interval),
-            std::to_string(options_.growth_interval));
-  }
-  if (saved.growth_factor != options_.growth_factor) {
-    differs("GRADWIRE_AMP_GROWTH_FACTOR", number(saved.growth_factor),
-            number(options_.growth_factor));
-  }
-  if (saved.backoff_factor != options_.backoff_factor) {
-    differs("GRADWIRE_AMP_BACKOFF_FACTOR", number(saved.backoff_factor),
-            number(options_.backoff_factor));
-  }
-  if (saved.min_scale != options_.min_scale) {
-    differs("GRADWIRE_AMP_MIN_SCALE", number(saved.min_scale), number(options_.min_scale));
-  }
-
-  // Then the state must be one that update() could have reached under these options.
-  if (!std::isfinite(scale) || !(scale > 0.0f) ||
-      (options_.dynamic ? scale < options_.min_scale : scale != options_.init_scale)) {
-    corrupt("scale " + number(scale));
-  }
-  if (streak < 0 || skipped < 0 || consecutive < 0 || consecutive > skipped ||
-      (consecutive > 0 && streak > 0) || (options_.dynamic && streak >= options_.growth_interval) ||
-      skipped - 1 > last_step || streak - 1 > last_step) {  // at most one per step
-    corrupt("counts: clean streak " + std::to_string(streak) + ", skipped " +
-            std::to_string(skipped) + ", consecutive skips " + std::to_string(consecutive) +
-            ", last step " + std::to_string(last_step));
-  }
-  const ScaleChange& first = history.front();
-  if (first.step != -1 || first.scale != options_.init_scale ||
-      first.event != ScaleEvent::kInitial || history.back().scale != scale ||
-      (!options_.dynamic && history.size() != 1)) {
-    corrupt("history does not match the scale");
-  }
-  for (std::size_t i = 1; i < history.size(); ++i) {
-    const ScaleChange& c = history[i];
-    const bool rose = c.scale > history[i - 1].scale;
-    if (c.step <= history[i - 1].step || c.step > last_step || c.event == ScaleEvent::kInitial ||
-        rose != (c.event == ScaleEvent::kGrowth) || c.scale == history[i - 1].scale) {
-      corrupt("history entry " + std::to_string(i));
-    }
-  }
-
-  scale_ = scale;
-  clean_streak_ = streak;
-  skipped_ = skipped;
-  consecutive_skips_ = consecutive;
-  last_step_ = last_step;
-  history_ = std::move(history);
+  SavedState saved = read_saved(in);
+  check_same_options(saved, options_);
+  check_reachable(saved, options_);
+  scale_ = saved.scale;
+  clean_streak_ = saved.streak;
+  skipped_ = saved.skipped;
+  consecutive_skips_ = saved.consecutive;
+  last_step_ = saved.last_step;
+  history_ = std::move(saved.history);
 }
 
 }  // namespace gw::amp
