@@ -20,9 +20,8 @@ std::string setting(const config::Config& config, const char* key) {
   return std::string(key) + "=" + config.text(key);
 }
 
-}  // namespace
-
-SyncSettings read_sync_settings(const config::Config& config) {
+// The values, unchecked.
+SyncSettings read_values(const config::Config& config) {
   SyncSettings s;
   const std::string sync = config.get_string(keys::kSync);
   s.automatic = sync == "auto";
@@ -32,9 +31,21 @@ SyncSettings read_sync_settings(const config::Config& config) {
   s.policy.initial_period = config.get_int(keys::kAdaptiveInitK);
   s.policy.max_period = config.get_int(keys::kAdaptiveMaxK);
   s.average_state = config.get_bool(keys::kLocalSgdAverageState);
-  const SyncMode mode = s.policy.mode;
-  const std::string current = setting(config, keys::kSync);
+  return s;
+}
 
+// GRADWIRE_SYNC=auto is one choice, of both the policy and the compressor.
+void check_auto_chooses_both(const config::Config& config, const SyncSettings& s) {
+  if (s.automatic && config.get_string(keys::kCompressor) != "auto") {
+    throw config::ConfigError(setting(config, keys::kSync) + " lets " + keys::kCompressor +
+                              "=auto choose local_sgd as well as a compressor, and " +
+                              setting(config, keys::kCompressor) + " chooses nothing. Set " +
+                              keys::kCompressor + "=auto, or name a " + keys::kSync);
+  }
+}
+
+// Each local SGD parameter that is set must apply to the chosen policy.
+void check_parameters_apply(const config::Config& config, const SyncSettings& s) {
   // Each local SGD parameter and the policies it applies to.
   struct Applies {
     const char* key;
@@ -55,29 +66,28 @@ SyncSettings read_sync_settings(const config::Config& config) {
        {SyncMode::kLocalSgd, SyncMode::kPostLocalSgd, SyncMode::kAdaptiveLocalSgd},
        "local_sgd, post_local_sgd, adaptive_local_sgd and auto"},
   };
-  if (s.automatic && config.get_string(keys::kCompressor) != "auto") {
-    throw config::ConfigError(current + " lets " + keys::kCompressor +
-                              "=auto choose local_sgd as well as a compressor, and " +
-                              setting(config, keys::kCompressor) + " chooses nothing. Set " +
-                              keys::kCompressor + "=auto, or name a " + keys::kSync);
-  }
   for (const Applies& a : applies) {
     bool applies_here = false;
-    for (SyncMode m : a.modes) applies_here = applies_here || m == mode;
+    for (SyncMode m : a.modes) applies_here = applies_here || m == s.policy.mode;
     // auto's local_sgd candidate runs at GRADWIRE_LOCAL_SGD_K (and averages the state as set).
     if (s.automatic) {
       applies_here =
           applies_here || a.key == keys::kLocalSgdK || a.key == keys::kLocalSgdAverageState;
     }
     if (is_set(config, a.key) && !applies_here) {
-      throw config::ConfigError(setting(config, a.key) + " has no effect under " + current +
-                                ": it applies to " + a.policies + ". Set " + keys::kSync +
-                                " to one of those, or unset " + a.key);
+      throw config::ConfigError(setting(config, a.key) + " has no effect under " +
+                                setting(config, keys::kSync) + ": it applies to " + a.policies +
+                                ". Set " + keys::kSync + " to one of those, or unset " + a.key);
     }
   }
+}
+
+// The periods and the switch step that the chosen policy needs.
+void check_policy_parameters(const config::Config& config, const SyncSettings& s) {
+  const SyncMode mode = s.policy.mode;
   if (mode == SyncMode::kPostLocalSgd && s.policy.begin_step < 1) {
     throw config::ConfigError(
-        current + " runs synchronous SGD until " + keys::kLocalSgdBeginStep +
+        setting(config, keys::kSync) + " runs synchronous SGD until " + keys::kLocalSgdBeginStep +
         " and local SGD from there, so it needs that step (>= 1; Lin et al. switch at the first "
         "learning-rate decay); from step 0 on it would be " +
         keys::kSync + "=local_sgd");
@@ -87,35 +97,49 @@ SyncSettings read_sync_settings(const config::Config& config) {
                               setting(config, keys::kAdaptiveMaxK) +
                               "; the first period must be at most the longest");
   }
-  if (mode != SyncMode::kEveryStep) {
-    const std::string compressor = config.get_string(keys::kCompressor);
-    if (compressor == "auto") {
-      throw config::ConfigError(
-          current + " cannot be combined with " + setting(config, keys::kCompressor) +
-          ": auto chooses how gradients travel at every step, and local SGD exchanges parameters "
-          "instead. Use " +
-          keys::kCompressor +
-          "=none or fp16 (fp16 sends the parameters as "
-          "fp16 deltas)");
-    }
-    if (compressors::keeps_residuals(compressors::parse_kind(compressor))) {
-      throw config::ConfigError(
-          current + " cannot be combined with " + setting(config, keys::kCompressor) + ": " +
-          compressor +
-          " compresses gradient exchanges and keeps per-step residuals (and dgc the momentum), "
-          "which local steps would leave stale. Local SGD averages parameters instead; with " +
-          keys::kCompressor + "=fp16 it sends them as fp16 deltas. Use " + keys::kCompressor +
-          "=none or fp16");
-    }
-    if (config.get_string(keys::kGradientReduction) == "sum") {
-      throw config::ConfigError(
-          current + " cannot be combined with " + setting(config, keys::kGradientReduction) +
-          ": local steps use each rank's own gradient and parameter averaging averages, so a "
-          "summed gradient would change the step size by the world size between synchronous "
-          "and local steps. Use " +
-          keys::kGradientReduction + "=average");
-    }
+}
+
+// A local policy averages parameters: no gradient compressor with state of its own across steps,
+// and gradients averaged.
+void check_local_policy_combinations(const config::Config& config) {
+  const std::string current = setting(config, keys::kSync);
+  const std::string compressor = config.get_string(keys::kCompressor);
+  if (compressor == "auto") {
+    throw config::ConfigError(
+        current + " cannot be combined with " + setting(config, keys::kCompressor) +
+        ": auto chooses how gradients travel at every step, and local SGD exchanges parameters "
+        "instead. Use " +
+        keys::kCompressor +
+        "=none or fp16 (fp16 sends the parameters as "
+        "fp16 deltas)");
   }
+  if (compressors::keeps_residuals(compressors::parse_kind(compressor))) {
+    throw config::ConfigError(
+        current + " cannot be combined with " + setting(config, keys::kCompressor) + ": " +
+        compressor +
+        " compresses gradient exchanges and keeps per-step residuals (and dgc the momentum), "
+        "which local steps would leave stale. Local SGD averages parameters instead; with " +
+        keys::kCompressor + "=fp16 it sends them as fp16 deltas. Use " + keys::kCompressor +
+        "=none or fp16");
+  }
+  if (config.get_string(keys::kGradientReduction) == "sum") {
+    throw config::ConfigError(
+        current + " cannot be combined with " + setting(config, keys::kGradientReduction) +
+        ": local steps use each rank's own gradient and parameter averaging averages, so a "
+        "summed gradient would change the step size by the world size between synchronous "
+        "and local steps. Use " +
+        keys::kGradientReduction + "=average");
+  }
+}
+
+}  // namespace
+
+SyncSettings read_sync_settings(const config::Config& config) {
+  const SyncSettings s = read_values(config);
+  check_auto_chooses_both(config, s);
+  check_parameters_apply(config, s);
+  check_policy_parameters(config, s);
+  if (s.policy.mode != SyncMode::kEveryStep) check_local_policy_combinations(config);
   return s;
 }
 
