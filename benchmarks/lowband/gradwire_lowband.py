@@ -34,7 +34,8 @@ from lowband.launch import Launcher, load_mpi  # noqa: E402
 # --exchange: the GRADWIRE_HIERARCHICAL value of each variant.
 EXCHANGES = {"flat": "0", "hier": "1"}
 
-def parse_args(argv, names):
+
+def make_parser(names):
     p = argparse.ArgumentParser(
         description="gradwire_train over a virtual cluster of shaped links (network namespaces, "
         "a bridge and tbf), every strategy x rate; JSON + Markdown report and a PNG plot.")
@@ -92,12 +93,12 @@ def parse_args(argv, names):
     p.add_argument("--rerender", metavar="REPORT",
                    help="no runs: rebuild REPORT's run entries from the trainer reports it "
                    "names, by this harness's rules, and rewrite its JSON, Markdown and plot")
-    a = p.parse_args(argv)
+    return p
+
+
+def list_errors(a, names):
+    """--exchange, --rates and --strategies: sets their lists on `a`; returns what is wrong."""
     errors = []
-    if not 2 <= a.hosts <= 16:
-        errors.append(f"--hosts {a.hosts}: accepted 2 to 16")
-    if not 1 <= a.ranks_per_host <= 8:
-        errors.append(f"--ranks-per-host {a.ranks_per_host}: accepted 1 to 8")
     a.exchange_list = [x for x in a.exchange.split(",") if x] if a.exchange else []
     if any(x not in EXCHANGES for x in a.exchange_list) or \
             len(set(a.exchange_list)) != len(a.exchange_list):
@@ -115,6 +116,12 @@ def parse_args(argv, names):
     if bad or not a.strategy_list or len(set(a.strategy_list)) != len(a.strategy_list):
         errors.append(f"--strategies '{a.strategies}': unknown or repeated {bad or 'entries'}; "
                       f"accepted: {', '.join(names)}")
+    return errors
+
+
+def number_errors(a):
+    """The numeric options after the lists, each against its range."""
+    errors = []
     if a.epochs < 1:
         errors.append(f"--epochs {a.epochs}: accepted 1 or more")
     if not 0 < a.target_accuracy <= 1:
@@ -128,6 +135,12 @@ def parse_args(argv, names):
         errors.append(f"--batch-size {a.batch_size}: accepted 1 or more")
     if not 0 <= a.check_probe < 10:
         errors.append(f"--check-probe {a.check_probe}: accepted a fraction in [0, 10)")
+    return errors
+
+
+def assignment_errors(a):
+    """--mca and --env: sets a.mca_overrides and a.extra_env; returns what is wrong."""
+    errors = []
     a.mca_overrides = {}
     for item in a.mca:
         name, eq, value = item.partition("=")
@@ -144,6 +157,18 @@ def parse_args(argv, names):
                           "GRADWIRE_TIMELINE=/tmp/trace.json")
         else:
             a.extra_env[name] = value
+    return errors
+
+
+def parse_args(argv, names):
+    p = make_parser(names)
+    a = p.parse_args(argv)
+    errors = []
+    if not 2 <= a.hosts <= 16:
+        errors.append(f"--hosts {a.hosts}: accepted 2 to 16")
+    if not 1 <= a.ranks_per_host <= 8:
+        errors.append(f"--ranks-per-host {a.ranks_per_host}: accepted 1 to 8")
+    errors += list_errors(a, names) + number_errors(a) + assignment_errors(a)
     if errors:
         p.error("; ".join(errors))
     a.report = os.path.abspath(a.report)
@@ -257,17 +282,17 @@ def rerender(path):
     return 0
 
 
-def main(argv):
-    table = strategies.load()
-    args = parse_args(argv, list(table))
-    if args.rerender:
-        return rerender(args.rerender)
-    if args.cleanup:
-        if os.geteuid() != 0:
-            raise HarnessError("--cleanup needs root")
-        left = cleanup_leftovers()
-        log(f"removed {', '.join(left)}" if left else "nothing to remove")
-        return 0
+def cleanup():
+    """--cleanup: removes the namespaces a killed run left behind."""
+    if os.geteuid() != 0:
+        raise HarnessError("--cleanup needs root")
+    left = cleanup_leftovers()
+    log(f"removed {', '.join(left)}" if left else "nothing to remove")
+    return 0
+
+
+def check_programs(args):
+    """The programs the runs launch, and their MPI (load_mpi), which --mca must suit."""
     for prog in ("gradwire_train", "gradwire_bench_allreduce"):
         if not os.access(os.path.join(args.bin, prog), os.X_OK):
             raise HarnessError(f"{prog} not found in {args.bin} (build first: ./gradwire.sh build,"
@@ -276,6 +301,63 @@ def main(argv):
     if args.mca_overrides and mpi["flavor"] != "openmpi":
         raise HarnessError(f"--mca sets Open MPI parameters, but the programs in {args.bin} are "
                            f"built against {mpi['flavor']} ({mpi['mpiexec']})")
+    return mpi
+
+
+def run_strategy(args, launcher, cluster, spec, strategy, exchange, rate, rundir, outdir):
+    """One strategy (`spec`, its entry in strategies.json) under one exchange at one rate: its
+    run's entry, with the exchange."""
+    env = strategies.environment(spec, args.steps_per_epoch)
+    env.update(launcher.topology_env())
+    name = strategy
+    if exchange:
+        env["GRADWIRE_HIERARCHICAL"] = EXCHANGES[exchange]
+        name = f"{strategy}@{exchange}"
+    env.update(args.extra_env)
+    run = train(args, launcher, name, env, rate, rundir, outdir, cluster)
+    run["exchange"] = exchange
+    return run
+
+
+def run_rate(args, launcher, cluster, table, report, rate, rundir, outdir):
+    """One rate (None: unshaped): the links shaped, the probe, then every strategy x exchange,
+    each into `report`."""
+    if cluster:
+        report["links"][str(rate)] = rep.link_entry(rate, cluster.shape(rate), LATENCY)
+        log(f"links shaped to {rate} Mbit/s each way")
+    p = report["probes"][str(rate)] = probe(args, launcher, rate, rundir)
+    if p.get("predicted_seconds"):
+        log(f"probe: {p['bytes'] / 1e6:.2f} MB allreduce {p['mpi_allreduce_seconds']:.3f}"
+            f" s, predicted {p['predicted_seconds']:.3f} s "
+            f"({p['measured_over_predicted']:.2f}x)")
+    else:
+        log(f"probe (unshaped): {p['bytes'] / 1e6:.2f} MB allreduce "
+            f"{p['mpi_allreduce_seconds']:.4f} s")
+    for strategy in [] if args.probe_only else args.strategy_list:
+        for exchange in args.exchange_list or [None]:
+            report["runs"].append(run_strategy(args, launcher, cluster, table[strategy], strategy,
+                                               exchange, rate, rundir, outdir))
+    if cluster:
+        report["links"][str(rate)]["qdisc_stats_after"] = cluster.qdisc_stats()
+
+
+def exit_code(report, args):
+    """EXIT_FAILED when a probe misses --check-probe or a run failed, else 0."""
+    problem = rep.probe_problem(report, args.check_probe) if args.check_probe > 0 else None
+    if problem:
+        log(f"FAIL: {problem}")
+        return EXIT_FAILED
+    return EXIT_FAILED if any("error" in r for r in report["runs"]) else 0
+
+
+def main(argv):
+    table = strategies.load()
+    args = parse_args(argv, list(table))
+    if args.rerender:
+        return rerender(args.rerender)
+    if args.cleanup:
+        return cleanup()
+    mpi = check_programs(args)
     if not args.no_shaping:
         why = namespaces_unavailable()
         if why:
@@ -307,31 +389,7 @@ def main(argv):
         rep.add_machine(report, cluster, mpi, launcher.settings())
         report["rates"] = args.rate_list if cluster else [None]
         for rate in report["rates"]:
-            if cluster:
-                report["links"][str(rate)] = rep.link_entry(rate, cluster.shape(rate), LATENCY)
-                log(f"links shaped to {rate} Mbit/s each way")
-            p = report["probes"][str(rate)] = probe(args, launcher, rate, rundir)
-            if p.get("predicted_seconds"):
-                log(f"probe: {p['bytes'] / 1e6:.2f} MB allreduce {p['mpi_allreduce_seconds']:.3f}"
-                    f" s, predicted {p['predicted_seconds']:.3f} s "
-                    f"({p['measured_over_predicted']:.2f}x)")
-            else:
-                log(f"probe (unshaped): {p['bytes'] / 1e6:.2f} MB allreduce "
-                    f"{p['mpi_allreduce_seconds']:.4f} s")
-            for strategy in [] if args.probe_only else args.strategy_list:
-                for exchange in args.exchange_list or [None]:
-                    env = strategies.environment(table[strategy], args.steps_per_epoch)
-                    env.update(launcher.topology_env())
-                    name = strategy
-                    if exchange:
-                        env["GRADWIRE_HIERARCHICAL"] = EXCHANGES[exchange]
-                        name = f"{strategy}@{exchange}"
-                    env.update(args.extra_env)
-                    run = train(args, launcher, name, env, rate, rundir, outdir, cluster)
-                    run["exchange"] = exchange
-                    report["runs"].append(run)
-            if cluster:
-                report["links"][str(rate)]["qdisc_stats_after"] = cluster.qdisc_stats()
+            run_rate(args, launcher, cluster, table, report, rate, rundir, outdir)
     except Interrupted as e:
         log(f"interrupted ({e}): stopping the job and removing the namespaces")
         return EXIT_INTERRUPTED
@@ -344,11 +402,7 @@ def main(argv):
             cluster.destroy()
             log("namespaces removed")
     write_outputs(report, args, rundir)
-    problem = rep.probe_problem(report, args.check_probe) if args.check_probe > 0 else None
-    if problem:
-        log(f"FAIL: {problem}")
-        return EXIT_FAILED
-    return EXIT_FAILED if any("error" in r for r in report["runs"]) else 0
+    return exit_code(report, args)
 
 
 if __name__ == "__main__":
