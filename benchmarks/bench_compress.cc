@@ -193,35 +193,23 @@ struct EncodeFigures {
 nlohmann::json host_report(const gw::bench::CompressSettings& s, std::size_t k,
                            const std::vector<double>& med, const EncodeFigures& f,
                            const std::vector<gw::bench::Target>& targets) {
-  const double encode_s = med[0], nth_s = med[1], read_s = med[2];
-  const double bytes = static_cast<double>(s.numel) * sizeof(float);
-  return {{"benchmark", "gradwire_bench_compress"},
-          {"method",
-           "one thread; median over repeats of each path, the three paths rotating within each "
-           "repeat; encode = TopkSelector::select (seed = repeat number, from 1) + packing (int32 "
-           "index, float "
-           "value) pairs; nth_element = copy (index, value) pairs + std::nth_element by |value| + "
-           "packing the top k; read_pass = one vectorised pass summing the gradient's bits"},
-          {"numel", s.numel},
-          {"k", k},
-          {"sparsity", s.sparsity},
-          {"sample_ratio", s.sample_ratio},
-          {"repeats", s.repeats},
-          {"encode_seconds", encode_s},
-          {"nth_element_seconds", nth_s},
-          {"read_pass_seconds", read_s},
-          {"read_pass_gbps", bytes / read_s / 1e9},
-          {"speedup_vs_nth_element", nth_s / encode_s},
-          {"time_vs_read_pass", encode_s / read_s},
-          {"precision", f.precision_min},
-          {"selected", f.selected_min},
-          {"selected_max", f.selected_max},
-          {"min_count", gw::kernels::topk_min_count(k)},
-          {"sample_size", f.sample_size},
-          {"candidates_max", f.candidates_max},
-          {"rescans_max", f.rescans_max},
-          {"exact_fallbacks", f.fallbacks},
-          {"targets", gw::bench::targets_json(targets)}};
+  nlohmann::json report = gw::bench::compress_report(s, k, med, f.precision_min, f.selected_min,
+                                                     f.selected_max);
+  report["method"] =
+      "one thread; median over repeats of each path, the three paths rotating within each "
+      "repeat; encode = TopkSelector::select (seed = repeat number, from 1) + packing (int32 "
+      "index, float "
+      "value) pairs; nth_element = copy (index, value) pairs + std::nth_element by |value| + "
+      "packing the top k; read_pass = one vectorised pass summing the gradient's bits";
+  report["nth_element_seconds"] = med[1];
+  report["speedup_vs_nth_element"] = med[1] / med[0];
+  report["min_count"] = gw::kernels::topk_min_count(k);
+  report["sample_size"] = f.sample_size;
+  report["candidates_max"] = f.candidates_max;
+  report["rescans_max"] = f.rescans_max;
+  report["exact_fallbacks"] = f.fallbacks;
+  report["targets"] = gw::bench::targets_json(targets);
+  return report;
 }
 
 // The host mode: the three paths on one thread, the table, the verdicts and the report.
@@ -266,6 +254,26 @@ std::vector<float> normal_gradient(std::size_t numel) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (float& x : grad) x = normal(rng);
   return grad;
+}
+
+nlohmann::json compress_report(const CompressSettings& s, std::size_t k,
+                               const std::vector<double>& med, double precision,
+                               std::size_t selected_min, std::size_t selected_max) {
+  const double encode_s = med[0], read_s = med[2];
+  const double bytes = static_cast<double>(s.numel) * sizeof(float);
+  return {{"benchmark", "gradwire_bench_compress"},
+          {"numel", s.numel},
+          {"k", k},
+          {"sparsity", s.sparsity},
+          {"sample_ratio", s.sample_ratio},
+          {"repeats", s.repeats},
+          {"encode_seconds", encode_s},
+          {"read_pass_seconds", read_s},
+          {"read_pass_gbps", bytes / read_s / 1e9},
+          {"time_vs_read_pass", encode_s / read_s},
+          {"precision", precision},
+          {"selected", selected_min},
+          {"selected_max", selected_max}};
 }
 
 }  // namespace gw::bench

@@ -190,28 +190,16 @@ struct Precision {
 nlohmann::json device_report(const CompressSettings& s, const kernels::Stream& stream,
                              std::size_t k, const std::vector<double>& med, const Precision& p,
                              const std::vector<Target>& targets) {
-  const double encode_s = med[0], sort_s = med[1], read_s = med[2];
-  const double bytes = static_cast<double>(s.numel) * sizeof(float);
-  return {{"benchmark", "gradwire_bench_compress"},
-          {"device", "cuda"},
-          {"cuda_device", stream.cuda_device()},
-          {"cuda_device_bus_id", kernels::cuda_device_bus_id(stream.cuda_device())},
-          {"method", kMethod},
-          {"numel", s.numel},
-          {"k", k},
-          {"sparsity", s.sparsity},
-          {"sample_ratio", s.sample_ratio},
-          {"repeats", s.repeats},
-          {"encode_seconds", encode_s},
-          {"sort_seconds", sort_s},
-          {"read_pass_seconds", read_s},
-          {"read_pass_gbps", bytes / read_s / 1e9},
-          {"speedup_vs_sort", sort_s / encode_s},
-          {"time_vs_read_pass", encode_s / read_s},
-          {"precision", p.precision_min},
-          {"selected", p.selected_min},
-          {"selected_max", p.selected_max},
-          {"targets", targets_json(targets)}};
+  nlohmann::json report =
+      compress_report(s, k, med, p.precision_min, p.selected_min, p.selected_max);
+  report["device"] = "cuda";
+  report["cuda_device"] = stream.cuda_device();
+  report["cuda_device_bus_id"] = kernels::cuda_device_bus_id(stream.cuda_device());
+  report["method"] = kMethod;
+  report["sort_seconds"] = med[1];
+  report["speedup_vs_sort"] = med[1] / med[0];
+  report["targets"] = targets_json(targets);
+  return report;
 }
 
 int run(const CompressSettings& s) {
