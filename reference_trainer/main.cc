@@ -51,14 +51,15 @@ constexpr int kExitDiverged = 3;
 
 // The output files this rank will write, checked before training (output_file.h).
 void check_output_paths(const gw::trainer::TrainerOptions& options, int rank) {
-  if (!options.checkpoint_path.empty()) {  // every rank writes its own
-    gw::trainer::check_writable(gw::trainer::checkpoint_rank_path(options.checkpoint_path, rank),
+  if (!options.checkpoint.path.empty()) {  // every rank writes its own
+    gw::trainer::check_writable(gw::trainer::checkpoint_rank_path(options.checkpoint.path, rank),
                                 "--checkpoint");
   }
   if (rank != 0) return;  // rank 0 writes the report and the parameters
-  if (!options.report_path.empty()) gw::trainer::check_writable(options.report_path, "--report");
-  if (!options.save_params_path.empty()) {
-    gw::trainer::check_writable(options.save_params_path, "--save-params");
+  if (!options.output.report_path.empty())
+    gw::trainer::check_writable(options.output.report_path, "--report");
+  if (!options.output.save_params_path.empty()) {
+    gw::trainer::check_writable(options.output.save_params_path, "--save-params");
   }
 }
 
@@ -95,9 +96,9 @@ int run(const gw::trainer::TrainerOptions& options, const gw::config::Config& co
   // Resuming: every rank's checkpoint of the newest step they all have, checked against this run
   // (Note [Checkpoint generations], Note [Run identity]); any failure ends every rank, exit 2.
   std::optional<gw::trainer::CheckpointGeneration> resume;
-  if (!options.resume_path.empty()) {
+  if (!options.checkpoint.resume_path.empty()) {
     resume = gw::trainer::agree_resume_point(
-        *comm, options.resume_path,
+        *comm, options.checkpoint.resume_path,
         gw::trainer::run_identity(options, config, comm->size(), data.train.size(),
                                   data.test.size()));
     gw::trainer::check_left_to_train(*comm, options, resume->checkpoint);
@@ -133,19 +134,19 @@ int run(const gw::trainer::TrainerOptions& options, const gw::config::Config& co
                      {"wait", mpi_info.wait},
                      {"wait_reason", mpi_info.wait_reason}};
     std::printf("%s", gw::trainer::summary_text(report).c_str());
-    if (!options.report_path.empty()) {
-      gw::trainer::write_report(report, options.report_path);
-      std::printf("report written to %s\n", options.report_path.c_str());
+    if (!options.output.report_path.empty()) {
+      gw::trainer::write_report(report, options.output.report_path);
+      std::printf("report written to %s\n", options.output.report_path.c_str());
     }
-    if (!options.save_params_path.empty()) {
-      gw::trainer::save_parameters(result.final_parameters, options.save_params_path);
+    if (!options.output.save_params_path.empty()) {
+      gw::trainer::save_parameters(result.final_parameters, options.output.save_params_path);
     }
     std::fflush(stdout);
   }
   if (result.diverged) {
     // Every rank saw the same vote (Note [Diverged runs]) and stops here with the same code.
     if (comm->rank() == 0)
-      gw::MpiRuntime::print_error(kProgram, "diverged", result.diverged_message);
+      gw::MpiRuntime::print_error(kProgram, "diverged", result.diverged->message);
     return kExitDiverged;
   }
   return 0;
@@ -166,11 +167,11 @@ int main(int argc, char** argv) {
   std::optional<gw::trainer::FashionMnist> data;
   try {
     config = gw::config::Config::from_environment();
-    if (options->print_config == "markdown") {
+    if (options->output.print_config == "markdown") {
       std::cout << gw::config::markdown_table(config->registry());
       return 0;
     }
-    if (!options->print_config.empty()) {
+    if (!options->output.print_config.empty()) {
       std::cout << config->table();
       return 0;
     }
@@ -182,12 +183,12 @@ int main(int argc, char** argv) {
     gw::read_amp_settings(*config);
     if (options->device == "cuda") gw::trainer::check_device_usable();
 
-    data = gw::trainer::load_fashion_mnist(options->data_dir);
-    if (options->train_subset > 0) {
-      data->train = gw::trainer::take_subset(data->train, options->train_subset);
+    data = gw::trainer::load_fashion_mnist(options->data.dir);
+    if (options->data.train_subset > 0) {
+      data->train = gw::trainer::take_subset(data->train, options->data.train_subset);
     }
-    if (options->test_subset > 0) {
-      data->test = gw::trainer::take_subset(data->test, options->test_subset);
+    if (options->data.test_subset > 0) {
+      data->test = gw::trainer::take_subset(data->test, options->data.test_subset);
     }
   } catch (const gw::config::ConfigError& e) {
     fail("configuration error", e, kExitUsage);

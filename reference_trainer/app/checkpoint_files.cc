@@ -207,17 +207,18 @@ void check_left_to_train(Communicator& comm, const TrainerOptions& options, cons
   const std::string at = "the checkpoint is at step " + std::to_string(c.steps) + " (epoch " +
                          std::to_string(c.epoch) + ", step " + std::to_string(c.step_in_epoch) +
                          " of " + std::to_string(c.steps_per_epoch) + " in it)";
-  if (c.epoch > options.epochs) {
-    why = at + ", after the last of --epochs " + std::to_string(options.epochs) +
+  if (c.epoch > options.schedule.epochs) {
+    why = at + ", after the last of --epochs " + std::to_string(options.schedule.epochs) +
           "; raise --epochs to train on";
-  } else if (options.max_steps > 0 && c.steps >= options.max_steps) {
-    why = at + " and --max-steps is " + std::to_string(options.max_steps) +
+  } else if (options.schedule.max_steps > 0 && c.steps >= options.schedule.max_steps) {
+    why = at + " and --max-steps is " + std::to_string(options.schedule.max_steps) +
           "; raise --max-steps (0: no limit) to train on";
-  } else if (options.time_budget > 0 && trained >= options.time_budget) {
+  } else if (options.schedule.time_budget > 0 && trained >= options.schedule.time_budget) {
     char seconds[64];
     std::snprintf(seconds, sizeof seconds, "%.3f", trained);
     why = at + " after " + seconds + " s of training, and --time-budget is " +
-          std::to_string(options.time_budget) + " s; raise --time-budget (0: no limit) to train on";
+          std::to_string(options.schedule.time_budget) +
+          " s; raise --time-budget (0: no limit) to train on";
   }
   if (!why.empty()) {
     // The same options and checkpoint step on every rank, and rank 0's seconds: the same

@@ -48,7 +48,7 @@ std::optional<TrainerOptions> parse_command_line(int argc, char** argv, int* exi
   app.add_option("--optimizer", o.optimizer, "Inner optimizer that gradwire wraps")
       ->check(CLI::IsMember({"sgd", "adam"}))
       ->capture_default_str();
-  app.add_option("--epochs", o.epochs, "Passes over the training set")
+  app.add_option("--epochs", o.schedule.epochs, "Passes over the training set")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
   app.add_option("--batch-size", o.batch_size, "Samples per rank per step")
@@ -68,43 +68,44 @@ std::optional<TrainerOptions> parse_command_line(int argc, char** argv, int* exi
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--seed", o.seed, "Seed of initialisation and shuffling")->capture_default_str();
-  app.add_option("--max-steps", o.max_steps, "Stop after this many steps (0: no limit)")
+  app.add_option("--max-steps", o.schedule.max_steps, "Stop after this many steps (0: no limit)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--eval-every", o.eval_every,
+  app.add_option("--eval-every", o.schedule.eval_every,
                  "Also evaluate every N steps, into the report's history (0: at epoch ends only)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--time-budget", o.time_budget,
+  app.add_option("--time-budget", o.schedule.time_budget,
                  "Stop at the first evaluation after this many seconds of training (0: no "
                  "limit; evaluation time is not counted)")
       ->check(kFinite)
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--train-subset", o.train_subset,
+  app.add_option("--train-subset", o.data.train_subset,
                  "Train on the first N training samples only (0: all)")
       ->capture_default_str();
-  app.add_option("--test-subset", o.test_subset, "Evaluate on the first N test samples (0: all)")
+  app.add_option("--test-subset", o.data.test_subset,
+                 "Evaluate on the first N test samples (0: all)")
       ->capture_default_str();
-  app.add_option("--data-dir", o.data_dir, "Folder of the Fashion-MNIST IDX files (.gz or plain)")
+  app.add_option("--data-dir", o.data.dir, "Folder of the Fashion-MNIST IDX files (.gz or plain)")
       ->capture_default_str();
-  app.add_option("--report", o.report_path, "Write a JSON report here (rank 0)");
-  app.add_option("--save-params", o.save_params_path,
+  app.add_option("--report", o.output.report_path, "Write a JSON report here (rank 0)");
+  app.add_option("--save-params", o.output.save_params_path,
                  "Write the final parameters here (rank 0; float32, for comparisons)");
-  app.add_option("--checkpoint", o.checkpoint_path,
+  app.add_option("--checkpoint", o.checkpoint.path,
                  "Write a checkpoint here every --checkpoint-every steps and at the end of the "
                  "run, one file per rank ({rank} in the path is replaced by the rank, else "
                  ".rank<r> is appended); the one before is kept as <file>.prev "
                  "(docs/CHECKPOINT.md)");
-  app.add_option("--checkpoint-every", o.checkpoint_every,
+  app.add_option("--checkpoint-every", o.checkpoint.every,
                  "Also write the checkpoint every N steps (0: at the end of the run only)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--resume", o.resume_path,
+  app.add_option("--resume", o.checkpoint.resume_path,
                  "Continue the run checkpointed at this path (named as for --checkpoint) from "
                  "the newest step every rank has; only --epochs, --max-steps, --time-budget, "
                  "--eval-every, --checkpoint-every and the paths may differ from that run");
-  app.add_option("--print-config", o.print_config,
+  app.add_option("--print-config", o.output.print_config,
                  "Print every GRADWIRE_* parameter with its value and source, then exit")
       ->expected(0, 1)
       ->default_str("table")
@@ -112,7 +113,7 @@ std::optional<TrainerOptions> parse_command_line(int argc, char** argv, int* exi
   bool no_progress = false;
   app.add_flag("--no-progress", no_progress,
                "No progress on stderr: neither the live bar nor the --progress-every lines");
-  app.add_option("--progress-every", o.progress_every,
+  app.add_option("--progress-every", o.output.progress_every,
                  "When stderr is not a terminal, a plain progress line on it at most every this "
                  "many seconds, instead of the live bar (0: none; the evaluation and epoch lines "
                  "remain)")
@@ -127,18 +128,19 @@ std::optional<TrainerOptions> parse_command_line(int argc, char** argv, int* exi
     *exit_code = app.exit(e) == 0 ? 0 : kExitUsage;
     return std::nullopt;
   }
-  if (app.count("--print-config") > 0 && o.print_config.empty()) o.print_config = "table";
+  if (app.count("--print-config") > 0 && o.output.print_config.empty())
+    o.output.print_config = "table";
   if (o.nesterov && o.momentum == 0.0) {
     std::fprintf(stderr, "--nesterov needs --momentum greater than 0\n");
     *exit_code = kExitUsage;
     return std::nullopt;
   }
-  if (o.checkpoint_every > 0 && o.checkpoint_path.empty()) {
+  if (o.checkpoint.every > 0 && o.checkpoint.path.empty()) {
     std::fprintf(stderr, "--checkpoint-every needs --checkpoint PATH\n");
     *exit_code = kExitUsage;
     return std::nullopt;
   }
-  o.progress = !no_progress;
+  o.output.progress = !no_progress;
   return o;
 }
 
@@ -160,21 +162,21 @@ std::string agreed_options_canonical(const TrainerOptions& o) {
   // Named only when not the default, so that the CPU runs' text (and the identity of their
   // checkpoints, written before there was a --device) stays what it was.
   if (o.device != "cpu") line("--device", o.device);
-  line("--epochs", std::to_string(o.epochs));
+  line("--epochs", std::to_string(o.schedule.epochs));
   line("--batch-size", std::to_string(o.batch_size));
   line("--lr", exact(o.lr));
   line("--momentum", exact(o.momentum));
   line("--nesterov", o.nesterov ? "true" : "false");
   line("--weight-decay", exact(o.weight_decay));
   line("--seed", std::to_string(o.seed));
-  line("--max-steps", std::to_string(o.max_steps));
-  line("--eval-every", std::to_string(o.eval_every));
-  line("--time-budget", exact(o.time_budget));
-  line("--train-subset", std::to_string(o.train_subset));
-  line("--test-subset", std::to_string(o.test_subset));
-  line("--checkpoint", o.checkpoint_path.empty() ? "off" : "on");
-  line("--checkpoint-every", std::to_string(o.checkpoint_every));
-  line("--resume", o.resume_path.empty() ? "off" : "on");
+  line("--max-steps", std::to_string(o.schedule.max_steps));
+  line("--eval-every", std::to_string(o.schedule.eval_every));
+  line("--time-budget", exact(o.schedule.time_budget));
+  line("--train-subset", std::to_string(o.data.train_subset));
+  line("--test-subset", std::to_string(o.data.test_subset));
+  line("--checkpoint", o.checkpoint.path.empty() ? "off" : "on");
+  line("--checkpoint-every", std::to_string(o.checkpoint.every));
+  line("--resume", o.checkpoint.resume_path.empty() ? "off" : "on");
   return out;
 }
 

@@ -273,8 +273,9 @@ nlohmann::json make_report(const TrainerOptions& options, const config::Config& 
                        {"gradient_bytes_sent", h.gradient_bytes_sent},
                        {"parameter_bytes_sent", h.parameter_bytes_sent}});
   }
-  nlohmann::json traffic = traffic_json(result.traffic_per_rank, result.node_of_rank, result.steps);
-  const double exchanged = static_cast<double>(exchange_bytes_max_rank(result.traffic_per_rank));
+  nlohmann::json traffic =
+      traffic_json(result.per_rank.traffic, result.per_rank.node_of_rank, result.steps);
+  const double exchanged = static_cast<double>(exchange_bytes_max_rank(result.per_rank.traffic));
   const double samples_per_second =
       result.train_seconds > 0 ? static_cast<double>(result.samples) / result.train_seconds : 0.0;
   return {
@@ -295,22 +296,22 @@ nlohmann::json make_report(const TrainerOptions& options, const config::Config& 
       {"steps", result.steps},
       {"epochs", epochs},
       {"final_test_accuracy", result.final_test_accuracy},
-      {"eval_every", options.eval_every},
-      {"time_budget_seconds", options.time_budget},
+      {"eval_every", options.schedule.eval_every},
+      {"time_budget_seconds", options.schedule.time_budget},
       {"stopped_by_time_budget", result.stopped_by_time_budget},
-      {"diverged", result.diverged ? nlohmann::json{{"after_steps", result.diverged_step},
-                                                    {"message", result.diverged_message}}
+      {"diverged", result.diverged ? nlohmann::json{{"after_steps", result.diverged->after_steps},
+                                                    {"message", result.diverged->message}}
                                    : nlohmann::json(nullptr)},
-      {"resumed_from",
-       result.resumed_from_step >= 0
-           ? nlohmann::json{{"step", result.resumed_from_step}, {"path", options.resume_path}}
-           : nlohmann::json(nullptr)},
-      {"checkpoints", options.checkpoint_path.empty()
+      {"resumed_from", result.checkpoints.resumed_from_step >= 0
+                           ? nlohmann::json{{"step", result.checkpoints.resumed_from_step},
+                                            {"path", options.checkpoint.resume_path}}
+                           : nlohmann::json(nullptr)},
+      {"checkpoints", options.checkpoint.path.empty()
                           ? nlohmann::json(nullptr)
-                          : nlohmann::json{{"path", options.checkpoint_path},
-                                           {"every", options.checkpoint_every},
-                                           {"written", result.checkpoints_written},
-                                           {"last_step", result.last_checkpoint_step}}},
+                          : nlohmann::json{{"path", options.checkpoint.path},
+                                           {"every", options.checkpoint.every},
+                                           {"written", result.checkpoints.written},
+                                           {"last_step", result.checkpoints.last_step}}},
       {"history", history},
       {"history_is",
        "every evaluation in order (--eval-every inside epochs, and each epoch's end): steps done, "
@@ -332,8 +333,8 @@ nlohmann::json make_report(const TrainerOptions& options, const config::Config& 
        "gradient + parameter bytes sent by the busiest rank over the run, per step"},
       {"traffic", traffic},
       {"compression",
-       compression_json(result.compression_per_rank, result.traffic_per_rank, result.steps)},
-      {"sync", sync_json(result.sync, result.compression_per_rank, exchanged, result.steps)},
+       compression_json(result.per_rank.compression, result.per_rank.traffic, result.steps)},
+      {"sync", sync_json(result.sync, result.per_rank.compression, exchanged, result.steps)},
       {"amp", amp_json(result.amp)},
       {"auto", auto_json(result.auto_decision)},
       {"device",

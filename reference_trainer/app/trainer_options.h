@@ -7,33 +7,51 @@
 
 namespace gw::trainer {
 
-struct TrainerOptions {
-  std::string model = "mlp";      // mlp | cnn
-  std::string optimizer = "sgd";  // sgd | adam
-  std::string device = "cpu";     // cpu | cuda (Note [The trainer on a device])
-  int epochs = 3;
-  std::size_t batch_size = 32;  // per rank
-  double lr = 0.05;
-  double momentum = 0.9;
-  bool nesterov = false;
-  double weight_decay = 0.0;
-  std::uint64_t seed = 42;
-  std::int64_t max_steps = 0;    // 0: no limit
-  std::int64_t eval_every = 0;   // also evaluate every this many steps (0: at epoch ends only)
-  double time_budget = 0;        // stop once training (evaluation excluded) took this many s
+// The data set, and how much of it a run uses.
+struct DataOptions {
+  std::string dir = "/usr/share/datasets/fashion-mnist";
   std::size_t train_subset = 0;  // 0: the whole training set
   std::size_t test_subset = 0;   // 0: the whole test set
-  std::string data_dir = "/usr/share/datasets/fashion-mnist";
+};
+
+// How long the run trains and when it evaluates.
+struct ScheduleOptions {
+  int epochs = 3;
+  std::int64_t max_steps = 0;   // 0: no limit
+  std::int64_t eval_every = 0;  // also evaluate every this many steps (0: at epoch ends only)
+  double time_budget = 0;       // stop once training (evaluation excluded) took this many s
+};
+
+// What rank 0 writes and prints besides the evaluation and epoch lines.
+struct OutputOptions {
   std::string report_path;       // empty: no JSON report
   std::string save_params_path;  // empty: do not save final parameters
   std::string print_config;      // "", "table" or "markdown"
   bool progress = true;          // rank 0 shows progress (Note [Progress in terminals and logs])
   double progress_every = 30;    // when stderr is no terminal: a progress line every this many s
+};
 
-  // Checkpoints (docs/CHECKPOINT.md), per-rank paths (checkpoint_files.h, checkpoint_rank_path).
-  std::string checkpoint_path;        // empty: no checkpoints
-  std::int64_t checkpoint_every = 0;  // also every this many steps (0: at the end of the run only)
-  std::string resume_path;            // empty: start a new run
+// Checkpoints (docs/CHECKPOINT.md), per-rank paths (checkpoint_files.h, checkpoint_rank_path).
+struct CheckpointOptions {
+  std::string path;         // empty: no checkpoints
+  std::int64_t every = 0;   // also every this many steps (0: at the end of the run only)
+  std::string resume_path;  // empty: start a new run
+};
+
+struct TrainerOptions {
+  std::string model = "mlp";      // mlp | cnn
+  std::string optimizer = "sgd";  // sgd | adam
+  std::string device = "cpu";     // cpu | cuda (Note [The trainer on a device])
+  std::size_t batch_size = 32;    // per rank
+  double lr = 0.05;
+  double momentum = 0.9;
+  bool nesterov = false;
+  double weight_decay = 0.0;
+  std::uint64_t seed = 42;
+  DataOptions data;
+  ScheduleOptions schedule;
+  OutputOptions output;
+  CheckpointOptions checkpoint;
 };
 
 }  // namespace gw::trainer

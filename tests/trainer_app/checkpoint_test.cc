@@ -252,14 +252,14 @@ TEST(RunIdentity, OnlyTheOptionsThatMayChangeOnResumeAreLeftOut) {
   TrainerOptions a;
   const config::Config config;
   TrainerOptions b = a;
-  b.epochs = 9;
-  b.max_steps = 77;
-  b.time_budget = 5;
-  b.eval_every = 3;
-  b.checkpoint_every = 10;
-  b.checkpoint_path = "/x/ck";
-  b.resume_path = "/y/ck";
-  b.report_path = "r.json";
+  b.schedule.epochs = 9;
+  b.schedule.max_steps = 77;
+  b.schedule.time_budget = 5;
+  b.schedule.eval_every = 3;
+  b.checkpoint.every = 10;
+  b.checkpoint.path = "/x/ck";
+  b.checkpoint.resume_path = "/y/ck";
+  b.output.report_path = "r.json";
   EXPECT_EQ(run_identity(a, config, 4, 4096, 500), run_identity(b, config, 4, 4096, 500));
   for (const auto& [key, value] : config::parse_canonical(agreed_options_canonical(a))) {
     EXPECT_EQ(run_identity(a, config, 4, 4096, 500).find(key + "=") != std::string::npos,

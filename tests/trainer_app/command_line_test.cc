@@ -46,12 +46,12 @@ TEST(CommandLine, EveryBadCommandLineIsExitCodeTwoAndHelpIsZero) {
 
 TEST(CommandLine, ProgressEveryTakesNonNegativeSeconds) {
   int code = -1;
-  EXPECT_EQ(parse({}, &code)->progress_every, 30.0);
-  EXPECT_EQ(parse({"--progress-every", "0.25"}, &code)->progress_every, 0.25);
-  EXPECT_EQ(parse({"--progress-every", "0"}, &code)->progress_every, 0.0);
+  EXPECT_EQ(parse({}, &code)->output.progress_every, 30.0);
+  EXPECT_EQ(parse({"--progress-every", "0.25"}, &code)->output.progress_every, 0.25);
+  EXPECT_EQ(parse({"--progress-every", "0"}, &code)->output.progress_every, 0.0);
   const auto off = parse({"--no-progress", "--progress-every", "5"}, &code);
   ASSERT_TRUE(off.has_value());
-  EXPECT_FALSE(off->progress);
+  EXPECT_FALSE(off->output.progress);
   code = -1;
   EXPECT_FALSE(parse({"--progress-every", "-0.5"}, &code).has_value());
   EXPECT_EQ(code, 2);
