@@ -30,6 +30,7 @@
 #include "reference_trainer/app/command_line.h"
 #include "reference_trainer/app/config_summary.h"
 #include "reference_trainer/app/output_file.h"
+#include "reference_trainer/app/parameter_file.h"
 #include "reference_trainer/app/report.h"
 #include "reference_trainer/app/run_identity.h"
 #include "reference_trainer/app/trainer.h"
@@ -63,6 +64,64 @@ void check_output_paths(const gw::trainer::TrainerOptions& options, int rank) {
   }
 }
 
+// Resuming: every rank's checkpoint of the newest step they all have, checked against this run
+// (Note [Checkpoint generations], Note [Run identity]); any failure ends every rank, exit 2.
+std::optional<gw::trainer::CheckpointGeneration> agree_resume(
+    const gw::trainer::TrainerOptions& options, const gw::config::Config& config,
+    const gw::trainer::FashionMnist& data, gw::Communicator& comm) {
+  if (options.checkpoint.resume_path.empty()) return std::nullopt;
+  gw::trainer::CheckpointGeneration resume = gw::trainer::agree_resume_point(
+      comm, options.checkpoint.resume_path,
+      gw::trainer::run_identity(options, config, comm.size(), data.train.size(), data.test.size()));
+  gw::trainer::check_left_to_train(comm, options, resume.checkpoint);
+  if (comm.rank() == 0) {
+    std::printf("resuming from %s: step %lld (epoch %lld, step %llu of it)\n", resume.path.c_str(),
+                static_cast<long long>(resume.checkpoint.steps),
+                static_cast<long long>(resume.checkpoint.epoch),
+                static_cast<unsigned long long>(resume.checkpoint.step_in_epoch));
+  }
+  return resume;
+}
+
+// See Note [The configuration at the start of a run].
+void print_configuration(const gw::config::Config& config, const gw::Communicator& comm,
+                         const gw::BackendChoice& backend, const gw::MpiInfo& mpi_info) {
+  const std::string& log_level = config.get_string(gw::config::keys::kLogLevel);
+  if (comm.rank() != 0 || log_level == "error" || log_level == "warn") return;
+  const std::string configuration = log_level == "debug"
+                                        ? gw::trainer::config_full_table(config, comm.size())
+                                        : gw::trainer::config_summary_line(config, comm.size());
+  std::printf("%s", configuration.c_str());
+  std::printf("backend: %s\n", backend.reason.c_str());
+  std::printf("exchange: %s\n", backend.hierarchy.reason.c_str());
+  std::printf("MPI: %s; collectives wait by %s\n", mpi_info.library.c_str(),
+              mpi_info.wait_reason.c_str());
+}
+
+// Rank 0's report, summary and parameters.
+void write_outputs(const gw::trainer::TrainerOptions& options, const gw::config::Config& config,
+                   const gw::trainer::TrainResult& result, const gw::BackendChoice& backend,
+                   const gw::MpiInfo& mpi_info) {
+  auto report = gw::trainer::make_report(options, config, result);
+  report["topology"] = {{"hierarchical", backend.hierarchy.enabled},
+                        {"nodes", backend.hierarchy.nodes},
+                        {"ranks_per_node", backend.hierarchy.local_size},
+                        {"nodes_from", backend.hierarchy.source},
+                        {"reason", backend.hierarchy.reason}};
+  report["mpi"] = {{"library", mpi_info.library},
+                   {"wait", mpi_info.wait},
+                   {"wait_reason", mpi_info.wait_reason}};
+  std::printf("%s", gw::trainer::summary_text(report).c_str());
+  if (!options.output.report_path.empty()) {
+    gw::trainer::write_report(report, options.output.report_path);
+    std::printf("report written to %s\n", options.output.report_path.c_str());
+  }
+  if (!options.output.save_params_path.empty()) {
+    gw::trainer::save_parameters(result.final_parameters, options.output.save_params_path);
+  }
+  std::fflush(stdout);
+}
+
 // Everything after MPI starts; run_mpi_main ends the job on whatever this throws.
 int run(const gw::trainer::TrainerOptions& options, const gw::config::Config& config,
         const gw::trainer::FashionMnist& data) {
@@ -93,56 +152,12 @@ int run(const gw::trainer::TrainerOptions& options, const gw::config::Config& co
   // rank must be able to write what it will write, before the first step.
   gw::check_same_on_all_ranks(*comm, gw::trainer::agreed_options_canonical(options));
   gw::agree_on_startup_errors(*comm, [&] { check_output_paths(options, comm->rank()); });
-  // Resuming: every rank's checkpoint of the newest step they all have, checked against this run
-  // (Note [Checkpoint generations], Note [Run identity]); any failure ends every rank, exit 2.
-  std::optional<gw::trainer::CheckpointGeneration> resume;
-  if (!options.checkpoint.resume_path.empty()) {
-    resume = gw::trainer::agree_resume_point(
-        *comm, options.checkpoint.resume_path,
-        gw::trainer::run_identity(options, config, comm->size(), data.train.size(),
-                                  data.test.size()));
-    gw::trainer::check_left_to_train(*comm, options, resume->checkpoint);
-    if (comm->rank() == 0) {
-      std::printf("resuming from %s: step %lld (epoch %lld, step %llu of it)\n",
-                  resume->path.c_str(), static_cast<long long>(resume->checkpoint.steps),
-                  static_cast<long long>(resume->checkpoint.epoch),
-                  static_cast<unsigned long long>(resume->checkpoint.step_in_epoch));
-    }
-  }
-  // See Note [The configuration at the start of a run].
-  const std::string& log_level = config.get_string(gw::config::keys::kLogLevel);
-  if (comm->rank() == 0 && log_level != "error" && log_level != "warn") {
-    const std::string configuration = log_level == "debug"
-                                          ? gw::trainer::config_full_table(config, comm->size())
-                                          : gw::trainer::config_summary_line(config, comm->size());
-    std::printf("%s", configuration.c_str());
-    std::printf("backend: %s\n", backend.reason.c_str());
-    std::printf("exchange: %s\n", backend.hierarchy.reason.c_str());
-    std::printf("MPI: %s; collectives wait by %s\n", mpi_info.library.c_str(),
-                mpi_info.wait_reason.c_str());
-  }
+  const std::optional<gw::trainer::CheckpointGeneration> resume =
+      agree_resume(options, config, data, *comm);
+  print_configuration(config, *comm, backend, mpi_info);
   const gw::trainer::TrainResult result = gw::trainer::train(
       options, config, data, comm, resume ? &resume->checkpoint : nullptr, stream);
-  if (comm->rank() == 0) {
-    auto report = gw::trainer::make_report(options, config, result);
-    report["topology"] = {{"hierarchical", backend.hierarchy.enabled},
-                          {"nodes", backend.hierarchy.nodes},
-                          {"ranks_per_node", backend.hierarchy.local_size},
-                          {"nodes_from", backend.hierarchy.source},
-                          {"reason", backend.hierarchy.reason}};
-    report["mpi"] = {{"library", mpi_info.library},
-                     {"wait", mpi_info.wait},
-                     {"wait_reason", mpi_info.wait_reason}};
-    std::printf("%s", gw::trainer::summary_text(report).c_str());
-    if (!options.output.report_path.empty()) {
-      gw::trainer::write_report(report, options.output.report_path);
-      std::printf("report written to %s\n", options.output.report_path.c_str());
-    }
-    if (!options.output.save_params_path.empty()) {
-      gw::trainer::save_parameters(result.final_parameters, options.output.save_params_path);
-    }
-    std::fflush(stdout);
-  }
+  if (comm->rank() == 0) write_outputs(options, config, result, backend, mpi_info);
   if (result.diverged) {
     // Every rank saw the same vote (Note [Diverged runs]) and stops here with the same code.
     if (comm->rank() == 0)

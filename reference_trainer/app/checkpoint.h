@@ -38,7 +38,7 @@ class CheckpointError : public config::ConfigError {
 //   stopped and resumed writes the same bytes here as a straight run at the same step, because
 //   the traffic of everything that only a stopped-and-resumed run does (start-up checks, the
 //   initial broadcast, the resume agreement) and of the checkpoint writes themselves is left out
-//   of the run's counters (trainer.cc, RunTraffic).
+//   of the run's counters (RunTraffic, run_traffic.h).
 // - TIME, the clock readings: wall seconds since the run started and training seconds (summed over
 //   the processes that trained it; the time between them is not counted), the current epoch's
 //   time so far, and each finished epoch's and evaluation's times. --time-budget counts the

@@ -29,14 +29,8 @@ std::string exact(double v) {
   return std::string(buf, end);
 }
 
-}  // namespace
-
-std::optional<TrainerOptions> parse_command_line(int argc, char** argv, int* exit_code) {
-  TrainerOptions o;
-  CLI::App app{
-      "gradwire_train: the reference data-parallel trainer (Fashion-MNIST) on gradwire.\n"
-      "Launch with mpirun; GRADWIRE_* environment variables select the strategies\n"
-      "(--print-config lists them)."};
+// The model and how it learns.
+void add_training_options(CLI::App& app, TrainerOptions& o) {
   app.add_option("--model", o.model, "Model to train")
       ->check(CLI::IsMember({"mlp", "cnn"}))
       ->capture_default_str();
@@ -68,6 +62,10 @@ std::optional<TrainerOptions> parse_command_line(int argc, char** argv, int* exi
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--seed", o.seed, "Seed of initialisation and shuffling")->capture_default_str();
+}
+
+// When the run stops and evaluates, and on what data.
+void add_schedule_and_data_options(CLI::App& app, TrainerOptions& o) {
   app.add_option("--max-steps", o.schedule.max_steps, "Stop after this many steps (0: no limit)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
@@ -89,6 +87,10 @@ std::optional<TrainerOptions> parse_command_line(int argc, char** argv, int* exi
       ->capture_default_str();
   app.add_option("--data-dir", o.data.dir, "Folder of the Fashion-MNIST IDX files (.gz or plain)")
       ->capture_default_str();
+}
+
+// The files the run writes and reads back.
+void add_file_options(CLI::App& app, TrainerOptions& o) {
   app.add_option("--report", o.output.report_path, "Write a JSON report here (rank 0)");
   app.add_option("--save-params", o.output.save_params_path,
                  "Write the final parameters here (rank 0; float32, for comparisons)");
@@ -105,13 +107,16 @@ std::optional<TrainerOptions> parse_command_line(int argc, char** argv, int* exi
                  "Continue the run checkpointed at this path (named as for --checkpoint) from "
                  "the newest step every rank has; only --epochs, --max-steps, --time-budget, "
                  "--eval-every, --checkpoint-every and the paths may differ from that run");
+}
+
+// What rank 0 prints. `no_progress`: --no-progress.
+void add_print_options(CLI::App& app, TrainerOptions& o, bool* no_progress) {
   app.add_option("--print-config", o.output.print_config,
                  "Print every GRADWIRE_* parameter with its value and source, then exit")
       ->expected(0, 1)
       ->default_str("table")
       ->check(CLI::IsMember({"table", "markdown"}));
-  bool no_progress = false;
-  app.add_flag("--no-progress", no_progress,
+  app.add_flag("--no-progress", *no_progress,
                "No progress on stderr: neither the live bar nor the --progress-every lines");
   app.add_option("--progress-every", o.output.progress_every,
                  "When stderr is not a terminal, a plain progress line on it at most every this "
@@ -120,6 +125,30 @@ std::optional<TrainerOptions> parse_command_line(int argc, char** argv, int* exi
       ->check(kFinite)
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+}
+
+// The combinations CLI11 cannot check: an error message on stderr, or "".
+std::string combination_error(const TrainerOptions& o) {
+  if (o.nesterov && o.momentum == 0.0) return "--nesterov needs --momentum greater than 0";
+  if (o.checkpoint.every > 0 && o.checkpoint.path.empty()) {
+    return "--checkpoint-every needs --checkpoint PATH";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::optional<TrainerOptions> parse_command_line(int argc, char** argv, int* exit_code) {
+  TrainerOptions o;
+  CLI::App app{
+      "gradwire_train: the reference data-parallel trainer (Fashion-MNIST) on gradwire.\n"
+      "Launch with mpirun; GRADWIRE_* environment variables select the strategies\n"
+      "(--print-config lists them)."};
+  bool no_progress = false;
+  add_training_options(app, o);
+  add_schedule_and_data_options(app, o);
+  add_file_options(app, o);
+  add_print_options(app, o, &no_progress);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -128,15 +157,11 @@ std::optional<TrainerOptions> parse_command_line(int argc, char** argv, int* exi
     *exit_code = app.exit(e) == 0 ? 0 : kExitUsage;
     return std::nullopt;
   }
-  if (app.count("--print-config") > 0 && o.output.print_config.empty())
+  if (app.count("--print-config") > 0 && o.output.print_config.empty()) {
     o.output.print_config = "table";
-  if (o.nesterov && o.momentum == 0.0) {
-    std::fprintf(stderr, "--nesterov needs --momentum greater than 0\n");
-    *exit_code = kExitUsage;
-    return std::nullopt;
   }
-  if (o.checkpoint.every > 0 && o.checkpoint.path.empty()) {
-    std::fprintf(stderr, "--checkpoint-every needs --checkpoint PATH\n");
+  if (const std::string error = combination_error(o); !error.empty()) {
+    std::fprintf(stderr, "%s\n", error.c_str());
     *exit_code = kExitUsage;
     return std::nullopt;
   }

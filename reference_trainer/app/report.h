@@ -1,4 +1,6 @@
-// gradwire_train's JSON report and its short human summary.
+// gradwire_train's JSON report (docs/TRAINER.md) and its short human summary. The report's parts:
+// report.cc (the run), report_sections.h (traffic, compression, sync, amp, auto),
+// report_summary.cc (the summary).
 #pragma once
 
 #include <string>
@@ -10,6 +12,7 @@
 
 namespace gw::trainer {
 
+// The whole report of a run; main.cc adds the topology and the MPI library.
 nlohmann::json make_report(const TrainerOptions& options, const config::Config& config,
                            const TrainResult& result);
 
@@ -19,10 +22,5 @@ void write_report(const nlohmann::json& report, const std::string& path);
 
 // The final summary table printed by rank 0.
 std::string summary_text(const nlohmann::json& report);
-
-// Writes parameters as "GWPARAM1", a uint64 count, then count float32 (little-endian host order),
-// atomically (output_file.h).
-void save_parameters(const std::vector<float>& values, const std::string& path);
-std::vector<float> load_parameters(const std::string& path);
 
 }  // namespace gw::trainer

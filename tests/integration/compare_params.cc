@@ -9,7 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "reference_trainer/app/report.h"
+#include "reference_trainer/app/parameter_file.h"
 
 int main(int argc, char** argv) {
   std::string a_path, b_path;

@@ -1,0 +1,15 @@
+// gradwire_train's --save-params file: the final parameters, for comparisons of runs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace gw::trainer {
+
+// Writes parameters as "GWPARAM1", a uint64 count, then count float32 (little-endian host order),
+// atomically (output_file.h).
+void save_parameters(const std::vector<float>& values, const std::string& path);
+// Throws std::runtime_error naming the path for a file that is missing, foreign or truncated.
+std::vector<float> load_parameters(const std::string& path);
+
+}  // namespace gw::trainer
