@@ -11,10 +11,14 @@
 
 #include "amp/op_policy.h"
 #include "kernels/stream.h"
+#include "reference_trainer/gpu/device_loss.h"
+#include "reference_trainer/gpu/products.h"
 #include "reference_trainer/nn/model.h"
 #include "reference_trainer/nn/shape.h"
 
 namespace gw::trainer::gpu {
+
+struct DeviceLayer;  // device_layer.h
 
 // Note [The model on a stream]
 // A DeviceModel is built from a trainer::Model: the same layers, in the same order, with the same
@@ -82,17 +86,8 @@ class DeviceModel {
   void evaluate(const float* images, const std::uint8_t* labels, std::size_t batch,
                 double* loss_sum, std::int64_t* correct);
 
-  struct Layer;  // device_model.cc
-
  private:
   const float* run_forward(const float* images, std::size_t batch, bool training);
-  // The batch's per-sample losses into loss_rows_ and probabilities into probs_.
-  void loss_forward(const float* logits, const std::uint8_t* labels, std::size_t batch);
-  double loss_sum(std::size_t batch);
-  // Host labels are always checked; labels on a CUDA stream only with `read_from_device` (it waits
-  // for the stream: evaluate() does, forward_backward() does not, Note [The model on a stream]).
-  void check_labels(const std::uint8_t* labels, std::size_t batch, const char* who,
-                    bool read_from_device) const;
 
   kernels::Stream stream_;
   std::string kind_;
@@ -102,18 +97,17 @@ class DeviceModel {
   kernels::Buffer<float> values_, own_grads_;
   std::vector<Model::Parameter> params_;
   std::vector<float*> grads_;
-  std::vector<std::unique_ptr<Layer>> layers_;
+  std::unique_ptr<Products> products_;  // shared by the layers and the loss
+  std::vector<std::unique_ptr<DeviceLayer>> layers_;
   std::vector<std::size_t> first_param_;
   struct Activation {
     kernels::Buffer<float> data;
     Shape shape;
   };
   std::vector<Activation> activations_;  // [i]: layer i's output
-  kernels::Buffer<float> probs_, loss_rows_, grad_a_, grad_b_, logits_scratch_;
-  bool logits_half_ = false, loss_half_ = false;
-  amp::Precision loss_if32_ = amp::Precision::kFloat32, loss_if16_ = amp::Precision::kFloat32;
-  kernels::PinnedBuffer<float> loss_host_;
-  std::unique_ptr<class Products> products_;
+  bool logits_half_ = false;             // the last forward's logits hold binary16 values
+  kernels::Buffer<float> grad_a_, grad_b_;
+  DeviceLoss loss_;
 };
 
 }  // namespace gw::trainer::gpu
