@@ -39,8 +39,8 @@ struct Evaluation;  // evaluation.h
 class TrainingRun {
  public:
   // The model and its optimizer where `stream` works (Note [The trainer on a device]), this
-  // rank's shard of the data; prints the run's first line (rank 0). All referenced arguments
-  // must outlive the run.
+  // rank's shard of the data; prints the run's first line (rank 0). `options` and `data` must
+  // outlive the run.
   TrainingRun(const TrainerOptions& options, const config::Config& config, const FashionMnist& data,
               std::shared_ptr<CountingCommunicator> comm, const kernels::Stream& stream);
   TrainingRun(const TrainingRun&) = delete;
@@ -86,7 +86,8 @@ class TrainingRun {
   void save_checkpoint(double now);
   // What that checkpoint holds.
   Checkpoint checkpoint_at(double now) const;
-  // Whether rank 0's steps ran in step with every rank's parameters (synchronous SGD).
+  // Whether the ranks hold the same parameters after every step (synchronous SGD), so that an
+  // evaluation needs no average (Note [Evaluation points]).
   bool ranks_in_step() const;
   bool reached_max_steps() const { return schedule_.reached_max_steps(result_.steps); }
   void report_device();
