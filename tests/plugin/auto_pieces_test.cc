@@ -143,6 +143,28 @@ TEST(AutoAccuracyTable, BuiltInHoldsEveryMeasuredCandidate) {
   EXPECT_EQ(t.find(AutoOption::kNone, 0), nullptr);      // the baseline has no cost
 }
 
+// The built-in table is what the committed accuracy reports give (tools/results.py writes
+// results/auto_accuracy.json from them): a new report changes what auto decides only once someone
+// updates AccuracyTable::built_in() to match (Note [Accuracy costs as data]). Run alone as
+// auto_accuracy_table_current.
+TEST(AutoAccuracyTable, BuiltInIsWhatTheCommittedReportsGive) {
+  const AccuracyTable measured =
+      AccuracyTable::from_file(std::string(GW_RESULTS_DIR) + "/auto_accuracy.json");
+  const AccuracyTable built_in = AccuracyTable::built_in();
+  ASSERT_EQ(built_in.entries().size(), measured.entries().size())
+      << "update AccuracyTable::built_in() (plugin/auto/accuracy_table.cc) to "
+         "results/auto_accuracy.json";
+  for (std::size_t i = 0; i < measured.entries().size(); ++i) {
+    const AccuracyEntry& m = measured.entries()[i];
+    const AccuracyEntry& b = built_in.entries()[i];
+    EXPECT_EQ(b.option, m.option) << "entry " << i;
+    EXPECT_EQ(b.parameter, m.parameter) << "entry " << i;
+    EXPECT_EQ(b.drop_points, m.drop_points) << "entry " << i << " (" << m.strategy << ")";
+    EXPECT_EQ(b.seeds, m.seeds) << "entry " << i;
+    EXPECT_EQ(b.strategy, m.strategy) << "entry " << i;
+  }
+}
+
 TEST(AutoAccuracyTable, AFileReplacesItAndItsMistakesAreNamed) {
   const AccuracyTable t = AccuracyTable::from_json(
       R"({"about": "x", "entries": [{"candidate": "dgc", "parameter": 0, "drop_points": 5.5,
