@@ -1,35 +1,18 @@
 // The Communicator interface: the only way gradwire talks to the network. One folder per backend
-// (plugin/comm/mpi/: host or CUDA device buffers; plugin/comm/nccl/: device buffers only), made by
-// make_world_communicator (world_communicator.h); CountingCommunicator decorates any of them with
-// per-kind byte counters.
+// (plugin/comm/mpi/: host buffers; plugin/comm/nccl/: device buffers only), made by
+// make_world_communicator (world_communicator.h); decorators add to any of them: byte counters
+// (CountingCommunicator), device buffers staged through host memory (StagingCommunicator), two
+// levels (HierarchicalCommunicator) and routing by where the buffers are (routed_communicator.h).
 #pragma once
 
 #include <cstddef>
 #include <memory>
-#include <stdexcept>
-#include <string>
 #include <utility>
 #include <vector>
 
+#include "plugin/comm/collective.h"
+
 namespace gw {
-
-enum class DataType { kUInt8, kInt32, kInt64, kFloat16, kFloat32, kFloat64 };
-std::size_t size_of(DataType type);
-const char* to_string(DataType type);
-
-enum class ReduceOp { kSum, kMax, kMin };
-
-// What the bytes of a collective are for; every report splits traffic by these.
-enum class TrafficKind { kGradient = 0, kParameter = 1, kControl = 2 };
-inline constexpr int kNumTrafficKinds = 3;
-const char* to_string(TrafficKind kind);
-
-// A collective failed (or was called with arguments a backend cannot carry). The message names the
-// operation and the rank.
-class CommError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 // A handle on an asynchronous collective. wait() blocks until it completes and rethrows its error;
 // calling it again returns at once (or rethrows again). Destroying a handle that was never waited
@@ -40,6 +23,10 @@ class Work {
   virtual void wait() = 0;
 };
 using WorkHandle = std::unique_ptr<Work>;
+
+// A Work that has completed already: what a layer that ran its collective to the end before
+// returning (staging, the two-level allreduce) hands back.
+WorkHandle completed_work();
 
 // Collectives over a fixed group of ranks. Every rank must call the same collectives in the same
 // order with matching counts (as in MPI). Buffers must stay valid until the handle's wait()
@@ -74,50 +61,52 @@ class Communicator {
   // (Note [Sparse allreduce over two levels], plugin/bucket_exchange.h).
   virtual const Levels* levels() { return nullptr; }
 
-  // In place: buffer[i] = op over ranks of buffer[i].
-  virtual WorkHandle allreduce_async(void* buffer, std::size_t count, DataType type, ReduceOp op,
-                                     TrafficKind kind) = 0;
-
-  // recv receives every rank's send block, in rank order; recv_counts[r] is rank r's send_count
-  // (recv_counts.size() == size(), recv_counts[rank()] == send_count).
-  virtual WorkHandle allgatherv_async(const void* send, std::size_t send_count, void* recv,
-                                      std::vector<std::size_t> recv_counts, DataType type,
-                                      TrafficKind kind) = 0;
-
-  // send holds size() blocks back to back, block r (send_counts[r] elements) for rank r; recv
-  // receives rank r's block for this rank at the offset sum(recv_counts[0..r)), recv_counts[r]
-  // elements. send_counts.size() == recv_counts.size() == size(); recv_counts[r] must equal what
-  // rank r sends here (the caller exchanges counts first, e.g. with an allgatherv of the counts).
-  // send and recv must not overlap (MPI forbids aliased buffers; NCCL's sends and receives run
-  // concurrently).
-  virtual WorkHandle alltoallv_async(const void* send, std::vector<std::size_t> send_counts,
-                                     void* recv, std::vector<std::size_t> recv_counts,
-                                     DataType type, TrafficKind kind) = 0;
-
-  // buffer on every rank receives root's buffer.
-  virtual WorkHandle broadcast_async(void* buffer, std::size_t count, DataType type, int root,
-                                     TrafficKind kind) = 0;
+  // The collective `c` (Note [A collective described once]), started: the returned Work completes
+  // it. An argument a backend cannot carry throws CommError here, before anything is sent.
+  virtual WorkHandle start(const Collective& c) = 0;
+  // The collective `c`, to its end. By default start(c) and wait(); a backend overrides it when
+  // its blocking collectives are faster (OpenMPI's tuned blocking algorithms beat its non-blocking
+  // ones on 1-64 MB: gradwire_bench_allreduce measures both), a decorator to pass it on.
+  virtual void run(const Collective& c) { start(c)->wait(); }
 
   virtual void barrier() = 0;
 
-  // Blocking forms. By default the async form and wait(); a backend overrides them when its
-  // blocking collectives are faster (OpenMPI's tuned blocking algorithms beat its non-blocking
-  // ones on 1-64 MB: gradwire_bench_allreduce measures both).
-  virtual void allreduce(void* buffer, std::size_t count, DataType type, ReduceOp op,
-                         TrafficKind kind) {
-    allreduce_async(buffer, count, type, op, kind)->wait();
+  // Each collective by name, as Collective's factories describe it (collective.h): the _async
+  // forms start it, the others run it.
+  WorkHandle allreduce_async(void* buffer, std::size_t count, DataType type, ReduceOp op,
+                             TrafficKind kind) {
+    return start(Collective::allreduce(buffer, count, type, op, kind));
   }
-  virtual void allgatherv(const void* send, std::size_t send_count, void* recv,
-                          std::vector<std::size_t> recv_counts, DataType type, TrafficKind kind) {
-    allgatherv_async(send, send_count, recv, std::move(recv_counts), type, kind)->wait();
+  WorkHandle allgatherv_async(const void* send, std::size_t send_count, void* recv,
+                              std::vector<std::size_t> recv_counts, DataType type,
+                              TrafficKind kind) {
+    return start(
+        Collective::allgatherv(send, send_count, recv, std::move(recv_counts), type, kind));
   }
-  virtual void alltoallv(const void* send, std::vector<std::size_t> send_counts, void* recv,
-                         std::vector<std::size_t> recv_counts, DataType type, TrafficKind kind) {
-    alltoallv_async(send, std::move(send_counts), recv, std::move(recv_counts), type, kind)->wait();
+  WorkHandle alltoallv_async(const void* send, std::vector<std::size_t> send_counts, void* recv,
+                             std::vector<std::size_t> recv_counts, DataType type,
+                             TrafficKind kind) {
+    return start(Collective::alltoallv(send, std::move(send_counts), recv, std::move(recv_counts),
+                                       type, kind));
   }
-  virtual void broadcast(void* buffer, std::size_t count, DataType type, int root,
-                         TrafficKind kind) {
-    broadcast_async(buffer, count, type, root, kind)->wait();
+  WorkHandle broadcast_async(void* buffer, std::size_t count, DataType type, int root,
+                             TrafficKind kind) {
+    return start(Collective::broadcast(buffer, count, type, root, kind));
+  }
+  void allreduce(void* buffer, std::size_t count, DataType type, ReduceOp op, TrafficKind kind) {
+    run(Collective::allreduce(buffer, count, type, op, kind));
+  }
+  void allgatherv(const void* send, std::size_t send_count, void* recv,
+                  std::vector<std::size_t> recv_counts, DataType type, TrafficKind kind) {
+    run(Collective::allgatherv(send, send_count, recv, std::move(recv_counts), type, kind));
+  }
+  void alltoallv(const void* send, std::vector<std::size_t> send_counts, void* recv,
+                 std::vector<std::size_t> recv_counts, DataType type, TrafficKind kind) {
+    run(Collective::alltoallv(send, std::move(send_counts), recv, std::move(recv_counts), type,
+                              kind));
+  }
+  void broadcast(void* buffer, std::size_t count, DataType type, int root, TrafficKind kind) {
+    run(Collective::broadcast(buffer, count, type, root, kind));
   }
 };
 

@@ -90,19 +90,6 @@ void CountingCommunicator::record(TrafficKind kind, const Bytes& bytes) {
   k.calls.fetch_add(1, std::memory_order_relaxed);
 }
 
-WorkHandle CountingCommunicator::allreduce_async(void* buffer, std::size_t count, DataType type,
-                                                 ReduceOp op, TrafficKind kind) {
-  WorkHandle work = inner_->allreduce_async(buffer, count, type, op, kind);
-  record(kind, allreduce_levels(count, type));
-  return work;
-}
-
-void CountingCommunicator::allreduce(void* buffer, std::size_t count, DataType type, ReduceOp op,
-                                     TrafficKind kind) {
-  inner_->allreduce(buffer, count, type, op, kind);
-  record(kind, allreduce_levels(count, type));
-}
-
 CountingCommunicator::Bytes CountingCommunicator::allgatherv_bytes(
     const std::vector<std::size_t>& recv_counts, std::size_t send_count, DataType type) const {
   const std::uint64_t element = size_of(type);
@@ -153,8 +140,8 @@ CountingCommunicator::Bytes CountingCommunicator::alltoallv_bytes(
   return b;
 }
 
-void CountingCommunicator::record_broadcast(std::size_t count, DataType type, int root,
-                                            TrafficKind kind) {
+CountingCommunicator::Bytes CountingCommunicator::broadcast_bytes(std::size_t count, DataType type,
+                                                                  int root) const {
   const std::uint64_t bytes = static_cast<std::uint64_t>(count) * size_of(type);
   Bytes b;
   if (rank() == root) {
@@ -169,59 +156,34 @@ void CountingCommunicator::record_broadcast(std::size_t count, DataType type, in
     b.inter_received =
         root >= 0 && root < size() && remote(static_cast<std::size_t>(root)) ? bytes : 0;
   }
-  record(kind, b);
+  return b;
 }
 
-// Each operation is counted once the wrapped communicator has accepted it (an argument error
-// throws before anything is sent, and is not counted).
-WorkHandle CountingCommunicator::allgatherv_async(const void* send, std::size_t send_count,
-                                                  void* recv, std::vector<std::size_t> recv_counts,
-                                                  DataType type, TrafficKind kind) {
-  const Bytes bytes = allgatherv_bytes(recv_counts, send_count, type);
-  WorkHandle work =
-      inner_->allgatherv_async(send, send_count, recv, std::move(recv_counts), type, kind);
-  record(kind, bytes);
+CountingCommunicator::Bytes CountingCommunicator::charge(const Collective& c) const {
+  switch (c.op) {
+    case CollectiveOp::kAllreduce:
+      return allreduce_levels(c.count, c.type);
+    case CollectiveOp::kAllgatherv:
+      return allgatherv_bytes(c.recv_counts, c.count, c.type);
+    case CollectiveOp::kAlltoallv:
+      return alltoallv_bytes(c.send_counts, c.recv_counts, c.type);
+    case CollectiveOp::kBroadcast:
+      return broadcast_bytes(c.count, c.type, c.root);
+  }
+  return {};
+}
+
+WorkHandle CountingCommunicator::start(const Collective& c) {
+  const Bytes bytes = charge(c);
+  WorkHandle work = inner_->start(c);
+  record(c.kind, bytes);
   return work;
 }
 
-void CountingCommunicator::allgatherv(const void* send, std::size_t send_count, void* recv,
-                                      std::vector<std::size_t> recv_counts, DataType type,
-                                      TrafficKind kind) {
-  const Bytes bytes = allgatherv_bytes(recv_counts, send_count, type);
-  inner_->allgatherv(send, send_count, recv, std::move(recv_counts), type, kind);
-  record(kind, bytes);
-}
-
-WorkHandle CountingCommunicator::alltoallv_async(const void* send,
-                                                 std::vector<std::size_t> send_counts, void* recv,
-                                                 std::vector<std::size_t> recv_counts,
-                                                 DataType type, TrafficKind kind) {
-  const Bytes bytes = alltoallv_bytes(send_counts, recv_counts, type);
-  WorkHandle work = inner_->alltoallv_async(send, std::move(send_counts), recv,
-                                            std::move(recv_counts), type, kind);
-  record(kind, bytes);
-  return work;
-}
-
-void CountingCommunicator::alltoallv(const void* send, std::vector<std::size_t> send_counts,
-                                     void* recv, std::vector<std::size_t> recv_counts,
-                                     DataType type, TrafficKind kind) {
-  const Bytes bytes = alltoallv_bytes(send_counts, recv_counts, type);
-  inner_->alltoallv(send, std::move(send_counts), recv, std::move(recv_counts), type, kind);
-  record(kind, bytes);
-}
-
-WorkHandle CountingCommunicator::broadcast_async(void* buffer, std::size_t count, DataType type,
-                                                 int root, TrafficKind kind) {
-  WorkHandle work = inner_->broadcast_async(buffer, count, type, root, kind);
-  record_broadcast(count, type, root, kind);
-  return work;
-}
-
-void CountingCommunicator::broadcast(void* buffer, std::size_t count, DataType type, int root,
-                                     TrafficKind kind) {
-  inner_->broadcast(buffer, count, type, root, kind);
-  record_broadcast(count, type, root, kind);
+void CountingCommunicator::run(const Collective& c) {
+  const Bytes bytes = charge(c);
+  inner_->run(c);
+  record(c.kind, bytes);
 }
 
 TrafficCounters CountingCommunicator::counters() const {

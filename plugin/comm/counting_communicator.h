@@ -65,30 +65,16 @@ class CountingCommunicator : public Communicator {
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }
 
-  WorkHandle allreduce_async(void* buffer, std::size_t count, DataType type, ReduceOp op,
-                             TrafficKind kind) override;
-  WorkHandle allgatherv_async(const void* send, std::size_t send_count, void* recv,
-                              std::vector<std::size_t> recv_counts, DataType type,
-                              TrafficKind kind) override;
-  WorkHandle alltoallv_async(const void* send, std::vector<std::size_t> send_counts, void* recv,
-                             std::vector<std::size_t> recv_counts, DataType type,
-                             TrafficKind kind) override;
-  WorkHandle broadcast_async(void* buffer, std::size_t count, DataType type, int root,
-                             TrafficKind kind) override;
+  // Each collective is counted once the wrapped communicator has accepted it (an argument error
+  // throws before anything is sent, and is not counted).
+  WorkHandle start(const Collective& c) override;
+  void run(const Collective& c) override;
   void barrier() override {
     inner_->barrier();
     last_barrier_end_.store(std::chrono::steady_clock::now().time_since_epoch().count());
   }
   std::vector<int> node_of_rank() const override { return inner_->node_of_rank(); }
   const Levels* levels() override { return local_ ? &levels_ : nullptr; }
-  void allreduce(void* buffer, std::size_t count, DataType type, ReduceOp op,
-                 TrafficKind kind) override;
-  void allgatherv(const void* send, std::size_t send_count, void* recv,
-                  std::vector<std::size_t> recv_counts, DataType type, TrafficKind kind) override;
-  void alltoallv(const void* send, std::vector<std::size_t> send_counts, void* recv,
-                 std::vector<std::size_t> recv_counts, DataType type, TrafficKind kind) override;
-  void broadcast(void* buffer, std::size_t count, DataType type, int root,
-                 TrafficKind kind) override;
 
   // A consistent snapshot of this rank's counters (safe to call from any thread).
   TrafficCounters counters() const;
@@ -113,13 +99,14 @@ class CountingCommunicator : public Communicator {
   };
   void record(TrafficKind kind, const Bytes& bytes);
   std::atomic<std::chrono::steady_clock::rep> last_barrier_end_{0};
-  bool remote(std::size_t other) const;  // `other` is on another node than this rank
+  bool remote(std::size_t other) const;     // `other` is on another node than this rank
+  Bytes charge(const Collective& c) const;  // Note [What the counters count], for one call
   Bytes allreduce_levels(std::size_t count, DataType type) const;
   Bytes allgatherv_bytes(const std::vector<std::size_t>& recv_counts, std::size_t send_count,
                          DataType type) const;
   Bytes alltoallv_bytes(const std::vector<std::size_t>& send_counts,
                         const std::vector<std::size_t>& recv_counts, DataType type) const;
-  void record_broadcast(std::size_t count, DataType type, int root, TrafficKind kind);
+  Bytes broadcast_bytes(std::size_t count, DataType type, int root) const;
 
   struct AtomicKind {
     std::atomic<std::uint64_t> sent{0}, received{0}, calls{0}, inter_sent{0}, inter_received{0};

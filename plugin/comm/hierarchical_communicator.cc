@@ -79,24 +79,37 @@ std::size_t HierarchicalCommunicator::shard_offset(std::size_t count, int local_
   return i * (count / l) + (i < extra ? i : extra);
 }
 
-void HierarchicalCommunicator::allreduce(void* buffer, std::size_t count, DataType type,
-                                         ReduceOp op, TrafficKind kind) {
-  if (count > 0 && kernels::device_of(buffer) == Device::kCuda) {
+WorkHandle HierarchicalCommunicator::start(const Collective& c) {
+  if (c.op != CollectiveOp::kAllreduce) return flat_->start(c);
+  two_level_allreduce(c);
+  return completed_work();
+}
+
+void HierarchicalCommunicator::run(const Collective& c) {
+  if (c.op != CollectiveOp::kAllreduce) return flat_->run(c);
+  two_level_allreduce(c);
+}
+
+// Note [Hierarchical allreduce]
+void HierarchicalCommunicator::two_level_allreduce(const Collective& c) {
+  const std::size_t count = c.count;
+  const bool on_device =
+      c.ready_on != nullptr ? !c.ready_on->is_host() : kernels::device_of(c.recv) == Device::kCuda;
+  if (count > 0 && on_device) {
     throw CommError("hierarchical allreduce on rank " + std::to_string(rank()) +
                     ": the buffer is in CUDA device memory, and the two-level exchange carries "
                     "host buffers only; exchange device buffers over the flat communicator");
   }
-  // Note [Hierarchical allreduce]
-  local_->allreduce(buffer, count, type, op, kind);
+  local_->allreduce(c.recv, count, c.type, c.reduce, c.kind);
   const int l = local_->size();
   const int i = local_->rank();
-  const std::size_t elem = size_of(type);
-  auto* bytes = static_cast<unsigned char*>(buffer);
+  const std::size_t elem = size_of(c.type);
+  auto* bytes = static_cast<unsigned char*>(c.recv);
   const std::size_t mine = shard_count(count, l, i);
   unsigned char* shard = bytes + shard_offset(count, l, i) * elem;
   // Every cross group calls its allreduce, an empty shard included, so that the collectives of
   // each group match whatever the count.
-  cross_->allreduce(mine > 0 ? shard : nullptr, mine, type, op, kind);
+  cross_->allreduce(mine > 0 ? shard : nullptr, mine, c.type, c.reduce, c.kind);
   if (l == 1) return;
   // The allgather's send and receive buffers must not overlap (MPI forbids aliased buffers), so
   // the shard goes out from a copy.
@@ -104,21 +117,8 @@ void HierarchicalCommunicator::allreduce(void* buffer, std::size_t count, DataTy
   if (mine > 0) std::memcpy(shard_.data(), shard, mine * elem);
   std::vector<std::size_t> counts(static_cast<std::size_t>(l));
   for (int r = 0; r < l; ++r) counts[static_cast<std::size_t>(r)] = shard_count(count, l, r);
-  local_->allgatherv(mine > 0 ? shard_.data() : nullptr, mine, count > 0 ? buffer : nullptr,
-                     std::move(counts), type, kind);
-}
-
-namespace {
-class DoneWork final : public Work {
- public:
-  void wait() override {}
-};
-}  // namespace
-
-WorkHandle HierarchicalCommunicator::allreduce_async(void* buffer, std::size_t count, DataType type,
-                                                     ReduceOp op, TrafficKind kind) {
-  allreduce(buffer, count, type, op, kind);
-  return std::make_unique<DoneWork>();
+  local_->allgatherv(mine > 0 ? shard_.data() : nullptr, mine, count > 0 ? c.recv : nullptr,
+                     std::move(counts), c.type, c.kind);
 }
 
 }  // namespace gw

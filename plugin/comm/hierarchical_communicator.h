@@ -34,44 +34,15 @@ class HierarchicalCommunicator final : public Communicator {
   int rank() const override { return flat_->rank(); }
   int size() const override { return flat_->size(); }
 
-  // Host buffers only (a CUDA device buffer throws CommError before anything is sent). The
-  // result has the same bits on every rank. The async form runs the three stages before it
-  // returns and hands back a completed Work: overlap comes from the engine thread that calls it.
-  WorkHandle allreduce_async(void* buffer, std::size_t count, DataType type, ReduceOp op,
-                             TrafficKind kind) override;
-  void allreduce(void* buffer, std::size_t count, DataType type, ReduceOp op,
-                 TrafficKind kind) override;
-
-  WorkHandle allgatherv_async(const void* send, std::size_t send_count, void* recv,
-                              std::vector<std::size_t> recv_counts, DataType type,
-                              TrafficKind kind) override {
-    return flat_->allgatherv_async(send, send_count, recv, std::move(recv_counts), type, kind);
-  }
-  WorkHandle alltoallv_async(const void* send, std::vector<std::size_t> send_counts, void* recv,
-                             std::vector<std::size_t> recv_counts, DataType type,
-                             TrafficKind kind) override {
-    return flat_->alltoallv_async(send, std::move(send_counts), recv, std::move(recv_counts), type,
-                                  kind);
-  }
-  WorkHandle broadcast_async(void* buffer, std::size_t count, DataType type, int root,
-                             TrafficKind kind) override {
-    return flat_->broadcast_async(buffer, count, type, root, kind);
-  }
+  // An allreduce runs the two levels (Note [Hierarchical allreduce]) on host buffers only (a CUDA
+  // device buffer throws CommError before anything is sent); its result has the same bits on every
+  // rank. The async form runs the three stages before it returns and hands back a completed Work:
+  // overlap comes from the engine thread that calls it. Every other collective is the flat one.
+  WorkHandle start(const Collective& c) override;
+  void run(const Collective& c) override;
   void barrier() override { flat_->barrier(); }
   std::vector<int> node_of_rank() const override { return flat_->node_of_rank(); }
   const Levels* levels() override { return &levels_; }
-  void allgatherv(const void* send, std::size_t send_count, void* recv,
-                  std::vector<std::size_t> recv_counts, DataType type, TrafficKind kind) override {
-    flat_->allgatherv(send, send_count, recv, std::move(recv_counts), type, kind);
-  }
-  void alltoallv(const void* send, std::vector<std::size_t> send_counts, void* recv,
-                 std::vector<std::size_t> recv_counts, DataType type, TrafficKind kind) override {
-    flat_->alltoallv(send, std::move(send_counts), recv, std::move(recv_counts), type, kind);
-  }
-  void broadcast(void* buffer, std::size_t count, DataType type, int root,
-                 TrafficKind kind) override {
-    flat_->broadcast(buffer, count, type, root, kind);
-  }
 
   Communicator& flat() { return *flat_; }
   const Communicator& flat() const { return *flat_; }
@@ -89,6 +60,8 @@ class HierarchicalCommunicator final : public Communicator {
  private:
   std::unique_ptr<Communicator> flat_, local_, cross_;
   Levels levels_;
+  void two_level_allreduce(const Collective& c);
+
   std::vector<unsigned char> shard_;  // this rank's reduced shard, sent by the node-local allgather
 };
 

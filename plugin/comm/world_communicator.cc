@@ -266,56 +266,23 @@ class RoutedCommunicator final : public Communicator {
   int rank() const override { return host_->rank(); }
   int size() const override { return host_->size(); }
 
-  WorkHandle allreduce_async(void* buffer, std::size_t count, DataType type, ReduceOp op,
-                             TrafficKind kind) override {
-    return pick({buffer}).allreduce_async(buffer, count, type, op, kind);
-  }
-  WorkHandle allgatherv_async(const void* send, std::size_t send_count, void* recv,
-                              std::vector<std::size_t> recv_counts, DataType type,
-                              TrafficKind kind) override {
-    return pick({send, recv})
-        .allgatherv_async(send, send_count, recv, std::move(recv_counts), type, kind);
-  }
-  // Unlike an allgatherv's, an alltoallv's buffers may both be empty on one rank only (it sends
-  // and receives nothing) while the others' are on a device; were both null, that rank alone would
-  // route to the host. A caller whose blocks may all be empty passes non-null buffers.
-  WorkHandle alltoallv_async(const void* send, std::vector<std::size_t> send_counts, void* recv,
-                             std::vector<std::size_t> recv_counts, DataType type,
-                             TrafficKind kind) override {
-    return pick({send, recv})
-        .alltoallv_async(send, std::move(send_counts), recv, std::move(recv_counts), type, kind);
-  }
-  WorkHandle broadcast_async(void* buffer, std::size_t count, DataType type, int root,
-                             TrafficKind kind) override {
-    return pick({buffer}).broadcast_async(buffer, count, type, root, kind);
-  }
+  WorkHandle start(const Collective& c) override { return pick(c).start(c); }
+  void run(const Collective& c) override { pick(c).run(c); }
   void barrier() override { host_->barrier(); }
   std::vector<int> node_of_rank() const override { return host_->node_of_rank(); }
-  void allreduce(void* buffer, std::size_t count, DataType type, ReduceOp op,
-                 TrafficKind kind) override {
-    pick({buffer}).allreduce(buffer, count, type, op, kind);
-  }
-  void allgatherv(const void* send, std::size_t send_count, void* recv,
-                  std::vector<std::size_t> recv_counts, DataType type, TrafficKind kind) override {
-    pick({send, recv}).allgatherv(send, send_count, recv, std::move(recv_counts), type, kind);
-  }
-  void alltoallv(const void* send, std::vector<std::size_t> send_counts, void* recv,
-                 std::vector<std::size_t> recv_counts, DataType type, TrafficKind kind) override {
-    pick({send, recv})
-        .alltoallv(send, std::move(send_counts), recv, std::move(recv_counts), type, kind);
-  }
-  void broadcast(void* buffer, std::size_t count, DataType type, int root,
-                 TrafficKind kind) override {
-    pick({buffer}).broadcast(buffer, count, type, root, kind);
-  }
 
  private:
-  // A null pointer (an empty block, which one rank may have where another has not) says nothing
-  // of where the program keeps its buffers, so the others decide: device when every other one is
-  // on a CUDA device, host when one is not or there is none.
-  Communicator& pick(std::initializer_list<const void*> buffers) {
+  // Given a stream its inputs are ready on, the collective's buffers are that stream's memory.
+  // Otherwise a null pointer (an empty block, which one rank may have where another has not) says
+  // nothing of where the program keeps its buffers, so the others decide: device when every other
+  // one is on a CUDA device, host when one is not or there is none. Unlike an allgatherv's, an
+  // alltoallv's buffers may both be empty on one rank only (it sends and receives nothing) while
+  // the others' are on a device; were both null, that rank alone would route to the host. A
+  // caller whose blocks may all be empty passes non-null buffers.
+  Communicator& pick(const Collective& c) {
+    if (c.ready_on != nullptr) return c.ready_on->is_host() ? *host_ : *device_;
     bool any = false;
-    for (const void* p : buffers) {
+    for (const void* p : {c.send, static_cast<const void*>(c.recv)}) {
       if (p == nullptr) continue;
       if (kernels::cuda_device_of(p) < 0) return *host_;
       any = true;

@@ -192,47 +192,48 @@ class CorruptingCommunicator : public Communicator {
       : inner_(std::move(inner)), what_(what) {}
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }
-  WorkHandle allreduce_async(void* b, std::size_t c, DataType t, ReduceOp o,
-                             TrafficKind k) override {
-    return inner_->allreduce_async(b, c, t, o, k);
-  }
-  WorkHandle allgatherv_async(const void* s, std::size_t sc, void* r, std::vector<std::size_t> rc,
-                              DataType t, TrafficKind k) override {
-    auto w = inner_->allgatherv_async(s, sc, r, rc, t, k);
-    w->wait();
-    if (t == DataType::kInt32 && k == TrafficKind::kGradient && what_ == What::kIndex) {
-      auto* words = static_cast<std::uint32_t*>(r);
-      words[rc[0] + 1] = 123456789;  // rank 1's first index
-    }
-    if (t == DataType::kInt32 && k == TrafficKind::kGradient && what_ == What::kDuplicateIndex) {
-      auto* words = static_cast<std::uint32_t*>(r);
-      words[rc[0] + 3] = words[rc[0] + 1];  // rank 1's second index := its first
-    }
-    if (t == DataType::kInt64 && k == TrafficKind::kControl && what_ == What::kLength &&
-        rc[0] == 1 && armed) {
-      static_cast<std::int64_t*>(r)[1] += 1000000;
-    }
-    return w;
-  }
-  WorkHandle alltoallv_async(const void* s, std::vector<std::size_t> sc, void* r,
-                             std::vector<std::size_t> rc, DataType t, TrafficKind k) override {
-    const std::size_t from_rank_1 = rc.size() > 1 ? rc[1] : 0, before = rc.empty() ? 0 : rc[0];
-    auto w = inner_->alltoallv_async(s, std::move(sc), r, std::move(rc), t, k);
-    w->wait();
-    // The split's first step: rank 1's first index in its part for this rank.
-    if (t == DataType::kInt32 && k == TrafficKind::kGradient && what_ == What::kIndex &&
-        from_rank_1 >= 3) {
-      static_cast<std::uint32_t*>(r)[before + 1] = 123456789;
-    }
-    return w;
-  }
-  WorkHandle broadcast_async(void* b, std::size_t c, DataType t, int root, TrafficKind k) override {
-    return inner_->broadcast_async(b, c, t, root, k);
+  WorkHandle start(const Collective& c) override {
+    if (c.op == CollectiveOp::kAllgatherv) return corrupt_allgatherv(c);
+    if (c.op == CollectiveOp::kAlltoallv) return corrupt_alltoallv(c);
+    return inner_->start(c);
   }
   void barrier() override { inner_->barrier(); }
   bool armed = false;
 
  private:
+  WorkHandle corrupt_allgatherv(const Collective& c) {
+    auto w = inner_->start(c);
+    w->wait();
+    const DataType t = c.type;
+    const TrafficKind k = c.kind;
+    const std::vector<std::size_t>& rc = c.recv_counts;
+    if (t == DataType::kInt32 && k == TrafficKind::kGradient && what_ == What::kIndex) {
+      auto* words = static_cast<std::uint32_t*>(c.recv);
+      words[rc[0] + 1] = 123456789;  // rank 1's first index
+    }
+    if (t == DataType::kInt32 && k == TrafficKind::kGradient && what_ == What::kDuplicateIndex) {
+      auto* words = static_cast<std::uint32_t*>(c.recv);
+      words[rc[0] + 3] = words[rc[0] + 1];  // rank 1's second index := its first
+    }
+    if (t == DataType::kInt64 && k == TrafficKind::kControl && what_ == What::kLength &&
+        rc[0] == 1 && armed) {
+      static_cast<std::int64_t*>(c.recv)[1] += 1000000;
+    }
+    return w;
+  }
+  WorkHandle corrupt_alltoallv(const Collective& c) {
+    const std::vector<std::size_t>& rc = c.recv_counts;
+    const std::size_t from_rank_1 = rc.size() > 1 ? rc[1] : 0, before = rc.empty() ? 0 : rc[0];
+    auto w = inner_->start(c);
+    w->wait();
+    // The split's first step: rank 1's first index in its part for this rank.
+    if (c.type == DataType::kInt32 && c.kind == TrafficKind::kGradient && what_ == What::kIndex &&
+        from_rank_1 >= 3) {
+      static_cast<std::uint32_t*>(c.recv)[before + 1] = 123456789;
+    }
+    return w;
+  }
+
   std::unique_ptr<Communicator> inner_;
   What what_;
 };

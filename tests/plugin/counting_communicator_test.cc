@@ -17,20 +17,7 @@ class ScriptedCommunicator : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::vector<int> node_of_rank() const override { return nodes_; }
-  WorkHandle allreduce_async(void*, std::size_t, DataType, ReduceOp, TrafficKind) override {
-    return std::make_unique<Handle>(fail_);
-  }
-  WorkHandle allgatherv_async(const void*, std::size_t, void*, std::vector<std::size_t>, DataType,
-                              TrafficKind) override {
-    return std::make_unique<Handle>(fail_);
-  }
-  WorkHandle alltoallv_async(const void*, std::vector<std::size_t>, void*, std::vector<std::size_t>,
-                             DataType, TrafficKind) override {
-    return std::make_unique<Handle>(fail_);
-  }
-  WorkHandle broadcast_async(void*, std::size_t, DataType, int, TrafficKind) override {
-    return std::make_unique<Handle>(fail_);
-  }
+  WorkHandle start(const Collective&) override { return std::make_unique<Handle>(fail_); }
   void barrier() override {}
 
  private:

@@ -251,27 +251,16 @@ class CorruptingLocal : public Communicator {
   explicit CorruptingLocal(std::unique_ptr<Communicator> inner) : inner_(std::move(inner)) {}
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }
-  WorkHandle allreduce_async(void* b, std::size_t c, DataType t, ReduceOp o,
-                             TrafficKind k) override {
-    return inner_->allreduce_async(b, c, t, o, k);
-  }
-  WorkHandle allgatherv_async(const void* s, std::size_t sc, void* r, std::vector<std::size_t> rc,
-                              DataType t, TrafficKind k) override {
-    return inner_->allgatherv_async(s, sc, r, std::move(rc), t, k);
-  }
-  WorkHandle alltoallv_async(const void* s, std::vector<std::size_t> sc, void* r,
-                             std::vector<std::size_t> rc, DataType t, TrafficKind k) override {
-    const std::size_t before = rc[0], from_1 = rc[1];
-    auto w = inner_->alltoallv_async(s, std::move(sc), r, std::move(rc), t, k);
+  WorkHandle start(const Collective& c) override {
+    if (c.op != CollectiveOp::kAlltoallv) return inner_->start(c);
+    const std::size_t before = c.recv_counts[0], from_1 = c.recv_counts[1];
+    auto w = inner_->start(c);
     w->wait();
     // Local rank 1's first message (its first range's): count word, then (index, value).
-    if (t == DataType::kInt32 && k == TrafficKind::kGradient && from_1 >= 3) {
-      static_cast<std::uint32_t*>(r)[before + 1] = 123456789;
+    if (c.type == DataType::kInt32 && c.kind == TrafficKind::kGradient && from_1 >= 3) {
+      static_cast<std::uint32_t*>(c.recv)[before + 1] = 123456789;
     }
     return w;
-  }
-  WorkHandle broadcast_async(void* b, std::size_t c, DataType t, int root, TrafficKind k) override {
-    return inner_->broadcast_async(b, c, t, root, k);
   }
   void barrier() override { inner_->barrier(); }
 

@@ -28,14 +28,15 @@ std::string mpi_error_text(int code) {
   return std::string(text, static_cast<std::size_t>(len));
 }
 
+[[noreturn]] void throw_mpi_error(const std::string& what, int rank, int code) {
+  throw CommError(what + " failed on rank " + std::to_string(rank) + ": " + mpi_error_text(code));
+}
+
 // Checks an MPI call's return code; the error names the call and the rank.
-#define GW_MPI_CHECK(call, rank)                                                              \
-  do {                                                                                        \
-    const int gw_mpi_rc = (call);                                                             \
-    if (gw_mpi_rc != MPI_SUCCESS) {                                                           \
-      throw CommError(std::string(#call) + " failed on rank " + std::to_string(rank) + ": " + \
-                      mpi_error_text(gw_mpi_rc));                                             \
-    }                                                                                         \
+#define GW_MPI_CHECK(call, rank)                                             \
+  do {                                                                       \
+    const int gw_mpi_rc = (call);                                            \
+    if (gw_mpi_rc != MPI_SUCCESS) throw_mpi_error(#call, (rank), gw_mpi_rc); \
   } while (0)
 
 MPI_Datatype mpi_type(DataType type) {
@@ -111,21 +112,15 @@ void poll_collective(const char* what, int rank, Start start) {
   MPI_Request request = MPI_REQUEST_NULL;
   int rc = start(&request);
   if (rc == MPI_SUCCESS) rc = wait_request(&request, /*yield=*/true);
-  if (rc != MPI_SUCCESS) {
-    throw CommError(std::string(what) + " failed on rank " + std::to_string(rank) + ": " +
-                    mpi_error_text(rc));
-  }
+  if (rc != MPI_SUCCESS) throw_mpi_error(what, rank, rc);
 }
 
-// One non-blocking MPI collective. Owns the request, and the count/displacement arrays MPI reads
-// until completion.
+// One non-blocking MPI collective: owns its request, and waits for it when destroyed unwaited.
 class MpiWork : public Work {
  public:
   MpiWork(std::string what, int rank, bool yield)
       : what_(std::move(what)), rank_(rank), yield_(yield) {}
-  ~MpiWork() override {
-    if (request_ != MPI_REQUEST_NULL) wait_request(&request_, yield_);
-  }
+  ~MpiWork() override { complete_quietly(); }
 
   void wait() override {
     if (request_ != MPI_REQUEST_NULL) {
@@ -139,10 +134,14 @@ class MpiWork : public Work {
   }
 
   MPI_Request* request() { return &request_; }
-  std::vector<int> counts;
-  std::vector<int> displacements;
-  std::vector<int> send_counts;  // an alltoallv's send side (counts and displacements: receive)
-  std::vector<int> send_displacements;
+
+ protected:
+  // Completes the request if it is still running, ignoring its error: for destructors, which must
+  // neither free what MPI still reads (a subclass's arrays) nor throw.
+  void complete_quietly() noexcept {
+    if (request_ != MPI_REQUEST_NULL) wait_request(&request_, yield_);
+    request_ = MPI_REQUEST_NULL;
+  }
 
  private:
   std::string what_;
@@ -384,31 +383,6 @@ MpiCommunicator::~MpiCommunicator() {
 
 namespace {
 
-// MPI's int counts and displacements for an allgatherv, after checking the arguments.
-void allgatherv_layout(const std::vector<std::size_t>& recv_counts, std::size_t send_count,
-                       int rank, int size, std::vector<int>* counts,
-                       std::vector<int>* displacements) {
-  if (recv_counts.size() != static_cast<std::size_t>(size)) {
-    throw CommError("allgatherv on rank " + std::to_string(rank) + ": " +
-                    std::to_string(recv_counts.size()) + " receive counts for " +
-                    std::to_string(size) + " ranks");
-  }
-  if (recv_counts[static_cast<std::size_t>(rank)] != send_count) {
-    throw CommError("allgatherv on rank " + std::to_string(rank) + ": send count " +
-                    std::to_string(send_count) + " differs from this rank's receive count " +
-                    std::to_string(recv_counts[static_cast<std::size_t>(rank)]));
-  }
-  counts->resize(recv_counts.size());
-  displacements->resize(recv_counts.size());
-  std::size_t offset = 0;
-  for (std::size_t r = 0; r < recv_counts.size(); ++r) {
-    (*counts)[r] = to_mpi_count(recv_counts[r], "allgatherv", rank);
-    (*displacements)[r] = to_mpi_count(offset, "allgatherv (total)", rank);
-    offset += recv_counts[r];
-  }
-  to_mpi_count(offset, "allgatherv (total)", rank);
-}
-
 // MPI's int counts and displacements for blocks laid back to back in rank order.
 // `what` names a block's count in an error, `what_total` their sum.
 void block_layout(const std::vector<std::size_t>& blocks, const char* what, const char* what_total,
@@ -424,188 +398,105 @@ void block_layout(const std::vector<std::size_t>& blocks, const char* what, cons
   to_mpi_count(offset, what_total, rank);
 }
 
-// MPI's int counts and displacements for an alltoallv, both sides, after checking the arguments
-// (what a rank can check alone: the peers' counts are the caller's to agree on).
-void alltoallv_layout(const std::vector<std::size_t>& send_counts,
-                      const std::vector<std::size_t>& recv_counts, int rank, int size,
-                      std::vector<int>* send_ints, std::vector<int>* send_displacements,
-                      std::vector<int>* recv_ints, std::vector<int>* recv_displacements) {
-  const auto here = [rank] { return "alltoallv on rank " + std::to_string(rank) + ": "; };
-  if (send_counts.size() != static_cast<std::size_t>(size)) {
-    throw CommError(here() + std::to_string(send_counts.size()) + " send counts for " +
-                    std::to_string(size) + " ranks");
+// MPI's call for each operation, blocking or not, as errors name it.
+const char* mpi_call_name(CollectiveOp op, bool blocking) {
+  switch (op) {
+    case CollectiveOp::kAllreduce:
+      return blocking ? "MPI_Allreduce" : "MPI_Iallreduce";
+    case CollectiveOp::kAllgatherv:
+      return blocking ? "MPI_Allgatherv" : "MPI_Iallgatherv";
+    case CollectiveOp::kAlltoallv:
+      return blocking ? "MPI_Alltoallv" : "MPI_Ialltoallv";
+    case CollectiveOp::kBroadcast:
+      return blocking ? "MPI_Bcast" : "MPI_Ibcast";
   }
-  if (recv_counts.size() != static_cast<std::size_t>(size)) {
-    throw CommError(here() + std::to_string(recv_counts.size()) + " receive counts for " +
-                    std::to_string(size) + " ranks");
-  }
-  const auto self = static_cast<std::size_t>(rank);
-  if (send_counts[self] != recv_counts[self]) {
-    throw CommError(here() + "send count " + std::to_string(send_counts[self]) +
-                    " to this rank differs from the receive count " +
-                    std::to_string(recv_counts[self]) + " from this rank");
-  }
-  block_layout(send_counts, "alltoallv (send)", "alltoallv (send total)", rank, send_ints,
-               send_displacements);
-  block_layout(recv_counts, "alltoallv (receive)", "alltoallv (receive total)", rank, recv_ints,
-               recv_displacements);
+  return "?";
 }
 
-void check_root(int root, int rank, int size) {
-  if (root < 0 || root >= size) {
-    throw CommError("broadcast on rank " + std::to_string(rank) + ": root " + std::to_string(root) +
-                    " is not a rank of this " + std::to_string(size) + "-rank communicator");
-  }
-}
+// One non-blocking MPI collective: its request, and the layout MPI reads until completion.
+class MpiCollectiveWork final : public MpiWork {
+ public:
+  MpiCollectiveWork(std::string what, int rank, bool yield, MpiLayout layout)
+      : MpiWork(std::move(what), rank, yield), layout(std::move(layout)) {}
+  ~MpiCollectiveWork() override { complete_quietly(); }  // before `layout` is freed
+  const MpiLayout layout;
+};
 
 }  // namespace
 
-WorkHandle MpiCommunicator::allreduce_async(void* buffer, std::size_t count, DataType type,
-                                            ReduceOp op, TrafficKind kind) {
-  if (on_device(buffer)) {
-    staged_allreduce(buffer, count, type, op, kind);
-    return std::make_unique<MpiWork>("MPI_Iallreduce", rank_, false);  // complete already
+MpiLayout MpiCommunicator::layout(const Collective& c) const {
+  check_arguments(c, rank_, size_);
+  MpiLayout l;
+  const char* what = to_string(c.op);
+  switch (c.op) {
+    case CollectiveOp::kAllreduce:
+    case CollectiveOp::kBroadcast:
+      l.count = to_mpi_count(c.count, what, rank_);
+      break;
+    case CollectiveOp::kAllgatherv:
+      l.count = to_mpi_count(c.count, what, rank_);
+      block_layout(c.recv_counts, "allgatherv", "allgatherv (total)", rank_, &l.recv_counts,
+                   &l.recv_displacements);
+      break;
+    case CollectiveOp::kAlltoallv:
+      block_layout(c.send_counts, "alltoallv (send)", "alltoallv (send total)", rank_,
+                   &l.send_counts, &l.send_displacements);
+      block_layout(c.recv_counts, "alltoallv (receive)", "alltoallv (receive total)", rank_,
+                   &l.recv_counts, &l.recv_displacements);
+      break;
   }
-  const int n = to_mpi_count(count, "allreduce", rank_);
-  auto work = std::make_unique<MpiWork>("MPI_Iallreduce", rank_, wait_ == MpiWait::kYield);
-  if (n > 0) {
-    GW_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, buffer, n, mpi_type(type), mpi_op(type, op), comm_,
-                                work->request()),
-                 rank_);
-  } else {
-    // Zero elements still synchronise like the collective would, keeping call order aligned.
-    GW_MPI_CHECK(MPI_Ibarrier(comm_, work->request()), rank_);
+  return l;
+}
+
+int MpiCommunicator::call(const Collective& c, const MpiLayout& l, MPI_Request* request) const {
+  const MPI_Datatype t = mpi_type(c.type);
+  const bool blocking = request == nullptr;
+  switch (c.op) {
+    case CollectiveOp::kAllreduce: {
+      // Zero elements still synchronise like the collective would, keeping call order aligned.
+      if (l.count == 0) return blocking ? MPI_Barrier(comm_) : MPI_Ibarrier(comm_, request);
+      const MPI_Op op = mpi_op(c.type, c.reduce);
+      return blocking ? MPI_Allreduce(MPI_IN_PLACE, c.recv, l.count, t, op, comm_)
+                      : MPI_Iallreduce(MPI_IN_PLACE, c.recv, l.count, t, op, comm_, request);
+    }
+    case CollectiveOp::kAllgatherv:
+      return blocking ? MPI_Allgatherv(c.send, l.count, t, c.recv, l.recv_counts.data(),
+                                       l.recv_displacements.data(), t, comm_)
+                      : MPI_Iallgatherv(c.send, l.count, t, c.recv, l.recv_counts.data(),
+                                        l.recv_displacements.data(), t, comm_, request);
+    case CollectiveOp::kAlltoallv:
+      return blocking ? MPI_Alltoallv(c.send, l.send_counts.data(), l.send_displacements.data(), t,
+                                      c.recv, l.recv_counts.data(), l.recv_displacements.data(), t,
+                                      comm_)
+                      : MPI_Ialltoallv(c.send, l.send_counts.data(), l.send_displacements.data(), t,
+                                       c.recv, l.recv_counts.data(), l.recv_displacements.data(), t,
+                                       comm_, request);
+    case CollectiveOp::kBroadcast:
+      return blocking ? MPI_Bcast(c.recv, l.count, t, c.root, comm_)
+                      : MPI_Ibcast(c.recv, l.count, t, c.root, comm_, request);
   }
+  throw std::logic_error("unknown CollectiveOp");
+}
+
+WorkHandle MpiCommunicator::start(const Collective& c) {
+  if (staged(c)) return completed_work();
+  const char* what = mpi_call_name(c.op, /*blocking=*/false);
+  auto work = std::make_unique<MpiCollectiveWork>(what, rank_, wait_ == MpiWait::kYield, layout(c));
+  const int rc = call(c, work->layout, work->request());
+  if (rc != MPI_SUCCESS) throw_mpi_error(what, rank_, rc);
   return work;
 }
 
-void MpiCommunicator::allreduce(void* buffer, std::size_t count, DataType type, ReduceOp op,
-                                TrafficKind kind) {
-  if (on_device(buffer)) {
-    staged_allreduce(buffer, count, type, op, kind);
-    return;
-  }
-  const int n = to_mpi_count(count, "allreduce", rank_);
+void MpiCommunicator::run(const Collective& c) {
+  if (staged(c)) return;
+  const MpiLayout l = layout(c);
   if (wait_ == MpiWait::kYield) {
-    poll_collective("MPI_Iallreduce", rank_, [&](MPI_Request* request) {
-      return n > 0 ? MPI_Iallreduce(MPI_IN_PLACE, buffer, n, mpi_type(type), mpi_op(type, op),
-                                    comm_, request)
-                   : MPI_Ibarrier(comm_, request);
-    });
-  } else if (n > 0) {
-    GW_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buffer, n, mpi_type(type), mpi_op(type, op), comm_),
-                 rank_);
-  } else {
-    GW_MPI_CHECK(MPI_Barrier(comm_), rank_);
-  }
-}
-
-WorkHandle MpiCommunicator::allgatherv_async(const void* send, std::size_t send_count, void* recv,
-                                             std::vector<std::size_t> recv_counts, DataType type,
-                                             TrafficKind kind) {
-  if (on_device(send) || on_device(recv)) {
-    staged_allgatherv(send, send_count, recv, std::move(recv_counts), type, kind);
-    return std::make_unique<MpiWork>("MPI_Iallgatherv", rank_, false);  // complete already
-  }
-  auto work = std::make_unique<MpiWork>("MPI_Iallgatherv", rank_, wait_ == MpiWait::kYield);
-  allgatherv_layout(recv_counts, send_count, rank_, size_, &work->counts, &work->displacements);
-  GW_MPI_CHECK(
-      MPI_Iallgatherv(send, static_cast<int>(send_count), mpi_type(type), recv, work->counts.data(),
-                      work->displacements.data(), mpi_type(type), comm_, work->request()),
-      rank_);
-  return work;
-}
-
-void MpiCommunicator::allgatherv(const void* send, std::size_t send_count, void* recv,
-                                 std::vector<std::size_t> recv_counts, DataType type,
-                                 TrafficKind kind) {
-  if (on_device(send) || on_device(recv)) {
-    staged_allgatherv(send, send_count, recv, std::move(recv_counts), type, kind);
+    poll_collective(mpi_call_name(c.op, /*blocking=*/false), rank_,
+                    [&](MPI_Request* request) { return call(c, l, request); });
     return;
   }
-  std::vector<int> counts, displacements;
-  allgatherv_layout(recv_counts, send_count, rank_, size_, &counts, &displacements);
-  if (wait_ == MpiWait::kYield) {
-    poll_collective("MPI_Iallgatherv", rank_, [&](MPI_Request* request) {
-      return MPI_Iallgatherv(send, static_cast<int>(send_count), mpi_type(type), recv,
-                             counts.data(), displacements.data(), mpi_type(type), comm_, request);
-    });
-    return;
-  }
-  GW_MPI_CHECK(MPI_Allgatherv(send, static_cast<int>(send_count), mpi_type(type), recv,
-                              counts.data(), displacements.data(), mpi_type(type), comm_),
-               rank_);
-}
-
-WorkHandle MpiCommunicator::alltoallv_async(const void* send, std::vector<std::size_t> send_counts,
-                                            void* recv, std::vector<std::size_t> recv_counts,
-                                            DataType type, TrafficKind kind) {
-  if (on_device(send) || on_device(recv)) {
-    staged_alltoallv(send, std::move(send_counts), recv, std::move(recv_counts), type, kind);
-    return std::make_unique<MpiWork>("MPI_Ialltoallv", rank_, false);  // complete already
-  }
-  auto work = std::make_unique<MpiWork>("MPI_Ialltoallv", rank_, wait_ == MpiWait::kYield);
-  alltoallv_layout(send_counts, recv_counts, rank_, size_, &work->send_counts,
-                   &work->send_displacements, &work->counts, &work->displacements);
-  GW_MPI_CHECK(MPI_Ialltoallv(send, work->send_counts.data(), work->send_displacements.data(),
-                              mpi_type(type), recv, work->counts.data(), work->displacements.data(),
-                              mpi_type(type), comm_, work->request()),
-               rank_);
-  return work;
-}
-
-void MpiCommunicator::alltoallv(const void* send, std::vector<std::size_t> send_counts, void* recv,
-                                std::vector<std::size_t> recv_counts, DataType type,
-                                TrafficKind kind) {
-  if (on_device(send) || on_device(recv)) {
-    staged_alltoallv(send, std::move(send_counts), recv, std::move(recv_counts), type, kind);
-    return;
-  }
-  std::vector<int> send_ints, send_displacements, recv_ints, recv_displacements;
-  alltoallv_layout(send_counts, recv_counts, rank_, size_, &send_ints, &send_displacements,
-                   &recv_ints, &recv_displacements);
-  if (wait_ == MpiWait::kYield) {
-    poll_collective("MPI_Ialltoallv", rank_, [&](MPI_Request* request) {
-      return MPI_Ialltoallv(send, send_ints.data(), send_displacements.data(), mpi_type(type), recv,
-                            recv_ints.data(), recv_displacements.data(), mpi_type(type), comm_,
-                            request);
-    });
-    return;
-  }
-  GW_MPI_CHECK(
-      MPI_Alltoallv(send, send_ints.data(), send_displacements.data(), mpi_type(type), recv,
-                    recv_ints.data(), recv_displacements.data(), mpi_type(type), comm_),
-      rank_);
-}
-
-WorkHandle MpiCommunicator::broadcast_async(void* buffer, std::size_t count, DataType type,
-                                            int root, TrafficKind kind) {
-  if (on_device(buffer)) {
-    staged_broadcast(buffer, count, type, root, kind);
-    return std::make_unique<MpiWork>("MPI_Ibcast", rank_, false);  // complete already
-  }
-  check_root(root, rank_, size_);
-  const int n = to_mpi_count(count, "broadcast", rank_);
-  auto work = std::make_unique<MpiWork>("MPI_Ibcast", rank_, wait_ == MpiWait::kYield);
-  GW_MPI_CHECK(MPI_Ibcast(buffer, n, mpi_type(type), root, comm_, work->request()), rank_);
-  return work;
-}
-
-void MpiCommunicator::broadcast(void* buffer, std::size_t count, DataType type, int root,
-                                TrafficKind kind) {
-  if (on_device(buffer)) {
-    staged_broadcast(buffer, count, type, root, kind);
-    return;
-  }
-  check_root(root, rank_, size_);
-  const int n = to_mpi_count(count, "broadcast", rank_);
-  if (wait_ == MpiWait::kYield) {
-    poll_collective("MPI_Ibcast", rank_, [&](MPI_Request* request) {
-      return MPI_Ibcast(buffer, n, mpi_type(type), root, comm_, request);
-    });
-    return;
-  }
-  GW_MPI_CHECK(MPI_Bcast(buffer, n, mpi_type(type), root, comm_), rank_);
+  const int rc = call(c, l, nullptr);
+  if (rc != MPI_SUCCESS) throw_mpi_error(mpi_call_name(c.op, /*blocking=*/true), rank_, rc);
 }
 
 void MpiCommunicator::barrier() {
@@ -646,9 +537,28 @@ const kernels::Stream& MpiCommunicator::staging_stream(const void* device_buffer
   return staging_stream_;
 }
 
+bool MpiCommunicator::staged(const Collective& c) {
+  if (!on_device(c.send) && !on_device(c.recv)) return false;
+  layout(c);  // checks the arguments before anything is copied
+  switch (c.op) {
+    case CollectiveOp::kAllreduce:
+      staged_allreduce(c.recv, c.count, c.type, c.reduce, c.kind);
+      break;
+    case CollectiveOp::kAllgatherv:
+      staged_allgatherv(c.send, c.count, c.recv, c.recv_counts, c.type, c.kind);
+      break;
+    case CollectiveOp::kAlltoallv:
+      staged_alltoallv(c.send, c.send_counts, c.recv, c.recv_counts, c.type, c.kind);
+      break;
+    case CollectiveOp::kBroadcast:
+      staged_broadcast(c.recv, c.count, c.type, c.root, c.kind);
+      break;
+  }
+  return true;
+}
+
 void MpiCommunicator::staged_allreduce(void* buffer, std::size_t count, DataType type, ReduceOp op,
                                        TrafficKind kind) {
-  to_mpi_count(count, "allreduce", rank_);
   const std::size_t bytes = count * size_of(type);
   unsigned char* host = staging_.reserve_discard(bytes);
   const kernels::Stream& stream = staging_stream(buffer);
@@ -662,8 +572,6 @@ void MpiCommunicator::staged_allreduce(void* buffer, std::size_t count, DataType
 void MpiCommunicator::staged_allgatherv(const void* send, std::size_t send_count, void* recv,
                                         std::vector<std::size_t> recv_counts, DataType type,
                                         TrafficKind kind) {
-  std::vector<int> counts, displacements;  // checks the arguments before anything is copied
-  allgatherv_layout(recv_counts, send_count, rank_, size_, &counts, &displacements);
   std::size_t total = 0;
   for (const std::size_t c : recv_counts) total += c;
   const std::size_t element = size_of(type);
@@ -692,10 +600,6 @@ void MpiCommunicator::staged_allgatherv(const void* send, std::size_t send_count
 void MpiCommunicator::staged_alltoallv(const void* send, std::vector<std::size_t> send_counts,
                                        void* recv, std::vector<std::size_t> recv_counts,
                                        DataType type, TrafficKind kind) {
-  // Checks the arguments before anything is copied.
-  std::vector<int> send_ints, send_displacements, recv_ints, recv_displacements;
-  alltoallv_layout(send_counts, recv_counts, rank_, size_, &send_ints, &send_displacements,
-                   &recv_ints, &recv_displacements);
   const std::size_t send_total =
       std::accumulate(send_counts.begin(), send_counts.end(), std::size_t{0});
   const std::size_t recv_total =
@@ -726,8 +630,6 @@ void MpiCommunicator::staged_alltoallv(const void* send, std::vector<std::size_t
 
 void MpiCommunicator::staged_broadcast(void* buffer, std::size_t count, DataType type, int root,
                                        TrafficKind kind) {
-  check_root(root, rank_, size_);
-  to_mpi_count(count, "broadcast", rank_);
   const std::size_t bytes = count * size_of(type);
   unsigned char* host = staging_.reserve_discard(bytes);
   const kernels::Stream& stream = staging_stream(buffer);

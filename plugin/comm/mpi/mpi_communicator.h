@@ -22,6 +22,13 @@ enum class MpiWait { kAuto, kBlock, kYield };
 const char* to_string(MpiWait wait);
 MpiWait parse_mpi_wait(std::string_view text);  // "auto", "block", "yield"; else invalid_argument
 
+// MPI's int counts and displacements for one collective.
+struct MpiLayout {
+  int count = 0;  // allreduce, broadcast: the buffer's; allgatherv: this rank's send count
+  std::vector<int> send_counts, send_displacements;  // alltoallv
+  std::vector<int> recv_counts, recv_displacements;  // allgatherv, alltoallv
+};
+
 class MpiCommunicator : public Communicator {
  public:
   // Duplicates `comm`; the duplicate is freed on destruction, as are this communicator's float16
@@ -36,27 +43,10 @@ class MpiCommunicator : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
-  WorkHandle allreduce_async(void* buffer, std::size_t count, DataType type, ReduceOp op,
-                             TrafficKind kind) override;
-  WorkHandle allgatherv_async(const void* send, std::size_t send_count, void* recv,
-                              std::vector<std::size_t> recv_counts, DataType type,
-                              TrafficKind kind) override;
-  WorkHandle alltoallv_async(const void* send, std::vector<std::size_t> send_counts, void* recv,
-                             std::vector<std::size_t> recv_counts, DataType type,
-                             TrafficKind kind) override;
-  WorkHandle broadcast_async(void* buffer, std::size_t count, DataType type, int root,
-                             TrafficKind kind) override;
+  WorkHandle start(const Collective& c) override;
+  // MPI's blocking collectives (the tuned algorithms), same checks and errors as start.
+  void run(const Collective& c) override;
   void barrier() override;
-
-  // Blocking MPI collectives (the tuned algorithms), same checks and errors as the async forms.
-  void allreduce(void* buffer, std::size_t count, DataType type, ReduceOp op,
-                 TrafficKind kind) override;
-  void allgatherv(const void* send, std::size_t send_count, void* recv,
-                  std::vector<std::size_t> recv_counts, DataType type, TrafficKind kind) override;
-  void alltoallv(const void* send, std::vector<std::size_t> send_counts, void* recv,
-                 std::vector<std::size_t> recv_counts, DataType type, TrafficKind kind) override;
-  void broadcast(void* buffer, std::size_t count, DataType type, int root,
-                 TrafficKind kind) override;
 
   MPI_Comm handle() const { return comm_; }
   // Where the ranks are (find_node_groups), for node_of_rank(); one entry per rank.
@@ -84,6 +74,12 @@ class MpiCommunicator : public Communicator {
   };
 
   MPI_Op mpi_op(DataType type, ReduceOp op) const;
+  // The arguments checked (check_arguments, then MPI's limit of INT_MAX elements per count and
+  // per total) and put in MPI's ints.
+  MpiLayout layout(const Collective& c) const;
+  // MPI's blocking collective for `c` when `request` is null, else its non-blocking one on
+  // `request`; returns MPI's error code.
+  int call(const Collective& c, const MpiLayout& layout, MPI_Request* request) const;
   void resolve_wait(MpiWait requested);
 
   // Note [Staging device buffers] (mpi_communicator.cc).
@@ -91,6 +87,7 @@ class MpiCommunicator : public Communicator {
     return cuda_usable_ && kernels::device_of(p) == Device::kCuda;
   }
   const kernels::Stream& staging_stream(const void* device_buffer);
+  bool staged(const Collective& c);  // false: no device buffer, nothing done
   void staged_allreduce(void* buffer, std::size_t count, DataType type, ReduceOp op,
                         TrafficKind kind);
   void staged_allgatherv(const void* send, std::size_t send_count, void* recv,

@@ -3,9 +3,10 @@
 #include <nccl.h>
 #include <sched.h>
 
-#include <numeric>
+#include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "plugin/comm/nccl/make_nccl_communicator.h"
 
@@ -175,19 +176,36 @@ NcclCommunicator::~NcclCommunicator() {
   }
 }
 
-void NcclCommunicator::check_device_buffer(const char* what, const void* p,
-                                           std::size_t count) const {
-  if (count == 0) return;
-  const int device = kernels::cuda_device_of(p);
+void NcclCommunicator::check_device(const std::string& what, int device) const {
   if (device < 0) {
-    throw CommError(std::string("NCCL ") + what + " on rank " + std::to_string(rank_) +
+    throw CommError("NCCL " + what + " on rank " + std::to_string(rank_) +
                     ": the buffer is host memory, and NCCL moves CUDA device memory only (the MPI "
                     "backend, GRADWIRE_BACKEND=mpi, carries host buffers)");
   }
   if (device != stream_.cuda_device()) {
-    throw CommError(std::string("NCCL ") + what + " on rank " + std::to_string(rank_) +
+    throw CommError("NCCL " + what + " on rank " + std::to_string(rank_) +
                     ": the buffer is on CUDA device " + std::to_string(device) +
                     ", this communicator works on device " + std::to_string(stream_.cuda_device()));
+  }
+}
+
+// Given the stream the inputs are ready on, the buffers are its memory and no pointer is asked
+// about (Note [A collective described once]); otherwise each buffer that holds elements is.
+void NcclCommunicator::check_buffers(const Collective& c) const {
+  const std::string op = to_string(c.op);
+  if (c.ready_on != nullptr) {
+    check_device(op, c.ready_on->is_host() ? -1 : c.ready_on->cuda_device());
+    return;
+  }
+  if (c.in_place()) {
+    if (c.count > 0) check_device(op, kernels::cuda_device_of(c.recv));
+    return;
+  }
+  if (c.elements_read(rank_) > 0) {
+    check_device(op + " (send buffer)", kernels::cuda_device_of(c.send));
+  }
+  if (c.elements_written(rank_) > 0) {
+    check_device(op + " (receive buffer)", kernels::cuda_device_of(c.recv));
   }
 }
 
@@ -197,18 +215,35 @@ WorkHandle NcclCommunicator::finish(const char* what) {
   return std::make_unique<NcclWork>(what, rank_, comm_, std::move(event));
 }
 
-WorkHandle NcclCommunicator::allreduce_async(void* buffer, std::size_t count, DataType type,
-                                             ReduceOp op, TrafficKind /*kind*/) {
-  const ncclDataType_t nccl_data = nccl_type(type, "allreduce", rank_);
-  const ncclRedOp_t nccl_reduce = nccl_op(op, rank_);
-  check_device_buffer("allreduce", buffer, count);
-  stream_.make_current();
-  if (count > 0) {
-    GW_NCCL_CHECK(
-        ncclAllReduce(buffer, buffer, count, nccl_data, nccl_reduce, comm_, native(stream_)), rank_,
-        comm_);
+namespace {
+
+// Where each peer's blocks are, for an allgatherv or an alltoallv: block r of `send` goes to rank
+// r, and rank r's block for this rank lands at block r of `recv`. An allgatherv sends its one
+// block to every rank.
+struct PeerBlocks {
+  std::vector<const unsigned char*> send;
+  std::vector<std::size_t> send_counts;
+  std::vector<unsigned char*> recv;
+  std::vector<std::size_t> recv_counts;
+};
+
+PeerBlocks peer_blocks(const Collective& c, int size) {
+  const auto n = static_cast<std::size_t>(size);
+  const std::size_t element = size_of(c.type);
+  PeerBlocks b;
+  b.send_counts =
+      c.op == CollectiveOp::kAllgatherv ? std::vector<std::size_t>(n, c.count) : c.send_counts;
+  b.recv_counts = c.recv_counts;
+  const auto* in = static_cast<const unsigned char*>(c.send);
+  auto* out = static_cast<unsigned char*>(c.recv);
+  std::size_t send_offset = 0, recv_offset = 0;
+  for (std::size_t r = 0; r < n; ++r) {
+    b.send.push_back(c.op == CollectiveOp::kAllgatherv ? in : in + send_offset * element);
+    b.recv.push_back(out + recv_offset * element);
+    send_offset += b.send_counts[r];
+    recv_offset += b.recv_counts[r];
   }
-  return finish("ncclAllReduce");
+  return b;
 }
 
 // Note [allgatherv over NCCL]
@@ -220,142 +255,71 @@ WorkHandle NcclCommunicator::allreduce_async(void* buffer, std::size_t count, Da
 // (Note [What the counters count]) charge exactly "send my block to the n-1 others, receive every
 // other block", which is what the grouped point-to-point form moves. So: grouped ncclSend/ncclRecv,
 // and this rank's own block copied into place on the same stream (unless send already is that
-// place).
+// place). NCCL has no alltoallv either, so it is the same exchange with a different block for
+// each peer. Zero-element blocks are left out (a peer that expects nothing posts no receive).
 // The cost is a point-to-point connection to every peer, made by NCCL on first use.
-WorkHandle NcclCommunicator::allgatherv_async(const void* send, std::size_t send_count, void* recv,
-                                              std::vector<std::size_t> recv_counts, DataType type,
-                                              TrafficKind /*kind*/) {
-  const std::string here = "NCCL allgatherv on rank " + std::to_string(rank_);
-  if (recv_counts.size() != static_cast<std::size_t>(size_)) {
-    throw CommError(here + ": " + std::to_string(recv_counts.size()) + " receive counts for " +
-                    std::to_string(size_) + " ranks");
+void exchange_blocks(const Collective& c, ncclDataType_t type, ncclComm_t comm,
+                     const kernels::Stream& stream, int rank, int size) {
+  const PeerBlocks b = peer_blocks(c, size);
+  const auto self = static_cast<std::size_t>(rank);
+  if (b.send_counts[self] > 0 && b.send[self] != b.recv[self]) {
+    kernels::copy_bytes(b.recv[self], b.send[self], b.send_counts[self] * size_of(c.type), stream);
   }
-  if (recv_counts[static_cast<std::size_t>(rank_)] != send_count) {
-    throw CommError(here + ": send count " + std::to_string(send_count) +
-                    " differs from this rank's receive count " +
-                    std::to_string(recv_counts[static_cast<std::size_t>(rank_)]));
-  }
-  const ncclDataType_t nccl_data = nccl_type(type, "allgatherv", rank_);
-  const std::size_t total = std::accumulate(recv_counts.begin(), recv_counts.end(), std::size_t{0});
-  check_device_buffer("allgatherv (send buffer)", send, send_count);
-  check_device_buffer("allgatherv (receive buffer)", recv, total);
-  const std::size_t element = size_of(type);
-  auto* out = static_cast<unsigned char*>(recv);
-  std::vector<std::size_t> offsets(recv_counts.size(), 0);
-  for (std::size_t r = 1; r < recv_counts.size(); ++r) {
-    offsets[r] = offsets[r - 1] + recv_counts[r - 1];
-  }
-  stream_.make_current();
-  unsigned char* own = out + offsets[static_cast<std::size_t>(rank_)] * element;
-  if (send_count > 0 && send != own) {
-    kernels::copy_bytes(own, send, send_count * element, stream_);
-  }
-  GW_NCCL_CHECK(ncclGroupStart(), rank_, comm_);
+  GW_NCCL_CHECK(ncclGroupStart(), rank, comm);
   try {
-    for (int r = 0; r < size_; ++r) {
-      if (r == rank_) continue;
-      const std::size_t from_r = recv_counts[static_cast<std::size_t>(r)];
-      if (send_count > 0) {
-        GW_NCCL_CHECK(ncclSend(send, send_count, nccl_data, r, comm_, native(stream_)), rank_,
-                      comm_);
-      }
-      if (from_r > 0) {
-        GW_NCCL_CHECK(ncclRecv(out + offsets[static_cast<std::size_t>(r)] * element, from_r,
-                               nccl_data, r, comm_, native(stream_)),
-                      rank_, comm_);
-      }
-    }
-  } catch (...) {
-    ncclGroupEnd();  // close the group, so that the communicator stays usable for the error path
-    throw;
-  }
-  GW_NCCL_CHECK(ncclGroupEnd(), rank_, comm_);
-  return finish("NCCL allgatherv (ncclSend/ncclRecv)");
-}
-
-// NCCL has no alltoallv either, so it is the grouped ncclSend/ncclRecv of
-// Note [allgatherv over NCCL] with a different block for each peer: the zero-element ones are left
-// out (a peer that expects nothing posts no receive), and this rank's block for itself is copied
-// on the stream.
-WorkHandle NcclCommunicator::alltoallv_async(const void* send, std::vector<std::size_t> send_counts,
-                                             void* recv, std::vector<std::size_t> recv_counts,
-                                             DataType type, TrafficKind /*kind*/) {
-  const auto here = [this] { return "NCCL alltoallv on rank " + std::to_string(rank_) + ": "; };
-  if (send_counts.size() != static_cast<std::size_t>(size_)) {
-    throw CommError(here() + std::to_string(send_counts.size()) + " send counts for " +
-                    std::to_string(size_) + " ranks");
-  }
-  if (recv_counts.size() != static_cast<std::size_t>(size_)) {
-    throw CommError(here() + std::to_string(recv_counts.size()) + " receive counts for " +
-                    std::to_string(size_) + " ranks");
-  }
-  const auto self = static_cast<std::size_t>(rank_);
-  if (send_counts[self] != recv_counts[self]) {
-    throw CommError(here() + "send count " + std::to_string(send_counts[self]) +
-                    " to this rank differs from the receive count " +
-                    std::to_string(recv_counts[self]) + " from this rank");
-  }
-  const ncclDataType_t nccl_data = nccl_type(type, "alltoallv", rank_);
-  const std::size_t send_total =
-      std::accumulate(send_counts.begin(), send_counts.end(), std::size_t{0});
-  const std::size_t recv_total =
-      std::accumulate(recv_counts.begin(), recv_counts.end(), std::size_t{0});
-  check_device_buffer("alltoallv (send buffer)", send, send_total);
-  check_device_buffer("alltoallv (receive buffer)", recv, recv_total);
-  const std::size_t element = size_of(type);
-  const auto* in = static_cast<const unsigned char*>(send);
-  auto* out = static_cast<unsigned char*>(recv);
-  std::vector<std::size_t> send_offsets(send_counts.size(), 0);
-  std::vector<std::size_t> recv_offsets(recv_counts.size(), 0);
-  for (std::size_t r = 1; r < send_counts.size(); ++r) {
-    send_offsets[r] = send_offsets[r - 1] + send_counts[r - 1];
-    recv_offsets[r] = recv_offsets[r - 1] + recv_counts[r - 1];
-  }
-  stream_.make_current();
-  const unsigned char* own_in = in + send_offsets[self] * element;
-  unsigned char* own_out = out + recv_offsets[self] * element;
-  if (send_counts[self] > 0 && own_in != own_out) {
-    kernels::copy_bytes(own_out, own_in, send_counts[self] * element, stream_);
-  }
-  GW_NCCL_CHECK(ncclGroupStart(), rank_, comm_);
-  try {
-    for (int r = 0; r < size_; ++r) {
-      if (r == rank_) continue;
+    for (int r = 0; r < size; ++r) {
       const auto peer = static_cast<std::size_t>(r);
-      if (send_counts[peer] > 0) {
-        GW_NCCL_CHECK(ncclSend(in + send_offsets[peer] * element, send_counts[peer], nccl_data, r,
-                               comm_, native(stream_)),
-                      rank_, comm_);
+      if (r == rank) continue;
+      if (b.send_counts[peer] > 0) {
+        GW_NCCL_CHECK(ncclSend(b.send[peer], b.send_counts[peer], type, r, comm, native(stream)),
+                      rank, comm);
       }
-      if (recv_counts[peer] > 0) {
-        GW_NCCL_CHECK(ncclRecv(out + recv_offsets[peer] * element, recv_counts[peer], nccl_data, r,
-                               comm_, native(stream_)),
-                      rank_, comm_);
+      if (b.recv_counts[peer] > 0) {
+        GW_NCCL_CHECK(ncclRecv(b.recv[peer], b.recv_counts[peer], type, r, comm, native(stream)),
+                      rank, comm);
       }
     }
   } catch (...) {
     ncclGroupEnd();  // close the group, so that the communicator stays usable for the error path
     throw;
   }
-  GW_NCCL_CHECK(ncclGroupEnd(), rank_, comm_);
-  return finish("NCCL alltoallv (ncclSend/ncclRecv)");
+  GW_NCCL_CHECK(ncclGroupEnd(), rank, comm);
 }
 
-WorkHandle NcclCommunicator::broadcast_async(void* buffer, std::size_t count, DataType type,
-                                             int root, TrafficKind /*kind*/) {
-  if (root < 0 || root >= size_) {
-    throw CommError("NCCL broadcast on rank " + std::to_string(rank_) + ": root " +
-                    std::to_string(root) + " is not a rank of this " + std::to_string(size_) +
-                    "-rank communicator");
-  }
-  const ncclDataType_t nccl_data = nccl_type(type, "broadcast", rank_);
-  check_device_buffer("broadcast", buffer, count);
+}  // namespace
+
+WorkHandle NcclCommunicator::start(const Collective& c) {
+  check_arguments(c, rank_, size_, "NCCL ");
+  const ncclDataType_t type = nccl_type(c.type, to_string(c.op), rank_);
+  const ncclRedOp_t reduce = c.op == CollectiveOp::kAllreduce ? nccl_op(c.reduce, rank_) : ncclSum;
+  check_buffers(c);
   stream_.make_current();
-  if (count > 0) {
-    GW_NCCL_CHECK(ncclBroadcast(buffer, buffer, count, nccl_data, root, comm_, native(stream_)),
-                  rank_, comm_);
+  // Inputs ready on another stream: NCCL's stream waits for that stream's work so far.
+  if (c.ready_on != nullptr && *c.ready_on != stream_) {
+    inputs_ready_.record(*c.ready_on);
+    inputs_ready_.make_wait(stream_);
   }
-  return finish("ncclBroadcast");
+  switch (c.op) {
+    case CollectiveOp::kAllreduce:
+      if (c.count > 0) {
+        GW_NCCL_CHECK(ncclAllReduce(c.recv, c.recv, c.count, type, reduce, comm_, native(stream_)),
+                      rank_, comm_);
+      }
+      return finish("ncclAllReduce");
+    case CollectiveOp::kBroadcast:
+      if (c.count > 0) {
+        GW_NCCL_CHECK(ncclBroadcast(c.recv, c.recv, c.count, type, c.root, comm_, native(stream_)),
+                      rank_, comm_);
+      }
+      return finish("ncclBroadcast");
+    case CollectiveOp::kAllgatherv:
+      exchange_blocks(c, type, comm_, stream_, rank_, size_);
+      return finish("NCCL allgatherv (ncclSend/ncclRecv)");
+    case CollectiveOp::kAlltoallv:
+      exchange_blocks(c, type, comm_, stream_, rank_, size_);
+      return finish("NCCL alltoallv (ncclSend/ncclRecv)");
+  }
+  throw std::logic_error("unknown CollectiveOp");
 }
 
 void NcclCommunicator::barrier() {

@@ -6,6 +6,8 @@
 
 #include <mpi.h>
 
+#include <string>
+
 #include "kernels/stream.h"
 #include "plugin/comm/communicator.h"
 
@@ -29,17 +31,9 @@ class NcclCommunicator : public Communicator {
   int size() const override { return size_; }
 
   // Buffers must be device memory on the stream's device (else CommError); the operations are
-  // enqueued on the stream in call order (Note [NCCL work and its errors]).
-  WorkHandle allreduce_async(void* buffer, std::size_t count, DataType type, ReduceOp op,
-                             TrafficKind kind) override;
-  WorkHandle allgatherv_async(const void* send, std::size_t send_count, void* recv,
-                              std::vector<std::size_t> recv_counts, DataType type,
-                              TrafficKind kind) override;
-  WorkHandle alltoallv_async(const void* send, std::vector<std::size_t> send_counts, void* recv,
-                             std::vector<std::size_t> recv_counts, DataType type,
-                             TrafficKind kind) override;
-  WorkHandle broadcast_async(void* buffer, std::size_t count, DataType type, int root,
-                             TrafficKind kind) override;
+  // enqueued on the stream in call order (Note [NCCL work and its errors]), after the work so far
+  // of the stream the collective's inputs are ready on, where it names one.
+  WorkHandle start(const Collective& c) override;
   // A one-element NCCL allreduce, waited for: returns when every rank reached it and this rank's
   // earlier collectives have completed.
   void barrier() override;
@@ -47,7 +41,8 @@ class NcclCommunicator : public Communicator {
   const kernels::Stream& stream() const { return stream_; }
 
  private:
-  void check_device_buffer(const char* what, const void* p, std::size_t count) const;
+  void check_device(const std::string& what, int device) const;  // device -1: host memory
+  void check_buffers(const Collective& c) const;
   WorkHandle finish(const char* what);  // records the Work's event after an enqueued operation
 
   kernels::Stream stream_;
@@ -55,6 +50,7 @@ class NcclCommunicator : public Communicator {
   int rank_ = 0;
   int size_ = 1;
   kernels::Buffer<int> barrier_word_;
+  kernels::Event inputs_ready_;  // recorded on a collective's ready_on stream
 };
 
 }  // namespace gw
