@@ -2,9 +2,10 @@
 // when there are two GPUs, one per rank), and the MPI backend's staging through pinned host memory
 // (Note [Staging device buffers]) at 1 and 2 ranks, the 2 ranks sharing one GPU. Exact closed-form
 // results (rank r fills with r: the sum is n(n-1)/2), and the counting decorator's bytes equal to
-// Note [What the counters count], whatever the backend. Every test skips where it cannot run (no
-// GPU, no NCCL in this build, fewer GPUs than ranks for NCCL); CTest shows a run where all skipped
-// as skipped (Note "Skipped is not passed").
+// Note [What the counters count], whatever the backend; and collectives given the stream their
+// inputs are ready on, called before that stream's work has run. Every test skips where it cannot
+// run (no GPU, no NCCL in this build, fewer GPUs than ranks for NCCL); CTest shows a run where all
+// skipped as skipped (Note "Skipped is not passed").
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include "kernels/device.h"
 #include "kernels/stream.h"
 #include "plugin/comm/counting_communicator.h"
+#include "plugin/comm/mpi/mpi_communicator.h"
 #include "plugin/comm/mpi/mpi_runtime.h"
 #include "plugin/comm/nccl/make_nccl_communicator.h"
 #include "plugin/comm/world_communicator.h"
@@ -236,6 +238,57 @@ void check_collectives_on_device(CountingCommunicator& comm, int device) {
   comm.barrier();
 }
 
+// Collectives given the stream their inputs are ready on (Note [A collective described once]),
+// with that stream's work still running when they are called: the inputs are written by a copy
+// enqueued behind a long queue of fills, and nobody synchronises before the collective. A layer
+// that read the buffers before that stream's work had run would see the stale values.
+void check_inputs_ready_on_a_stream(Communicator& comm, int device) {
+  const int n = comm.size();
+  const int r = comm.rank();
+  const kernels::Stream stream = kernels::Stream::cuda(device);
+  const std::size_t count = 1000;
+  const std::vector<float> stale(count, -1000.0f);
+  std::vector<float> values(count);
+  for (std::size_t i = 0; i < count; ++i) values[i] = static_cast<float>(r + static_cast<int>(i));
+  DeviceVector<float> truth(values, stream), buffer(stale, stream);
+  const std::vector<std::size_t> counts(static_cast<std::size_t>(n), count);
+  DeviceVector<float> gathered(std::vector<float>(count * static_cast<std::size_t>(n), -1.0f),
+                               stream);
+  kernels::Buffer<unsigned char> busy(std::size_t{256} << 20, stream);
+  const auto write_late = [&] {
+    for (int i = 0; i < 40; ++i) kernels::fill_zero(busy.data(), busy.size(), stream);
+    kernels::copy_bytes(buffer.data(), truth.data(), count * sizeof(float), stream);
+  };
+
+  write_late();
+  Collective sum = Collective::allreduce(buffer.data(), count, DataType::kFloat32, ReduceOp::kSum,
+                                         TrafficKind::kGradient);
+  sum.ready_on = &stream;
+  comm.run(sum);
+  const std::vector<float> got_sum = buffer.to_host();
+  for (std::size_t i = 0; i < count; ++i) {
+    ASSERT_EQ(got_sum[i], static_cast<float>(n * (n - 1) / 2 + n * static_cast<int>(i)))
+        << "sum at " << i;
+  }
+
+  DeviceVector<float> reset(stale, stream);
+  kernels::copy_bytes(buffer.data(), reset.data(), count * sizeof(float), stream);
+  write_late();
+  Collective gather = Collective::allgatherv(buffer.data(), count, gathered.data(), counts,
+                                             DataType::kFloat32, TrafficKind::kGradient);
+  gather.ready_on = &stream;
+  comm.start(gather)->wait();
+  const std::vector<float> got_all = gathered.to_host();
+  for (int q = 0; q < n; ++q) {
+    for (std::size_t i = 0; i < count; ++i) {
+      ASSERT_EQ(got_all[static_cast<std::size_t>(q) * count + i],
+                static_cast<float>(q + static_cast<int>(i)))
+          << "rank " << q << "'s block at " << i;
+    }
+  }
+  comm.barrier();
+}
+
 bool skip_without_device(std::string* why) {
   if (!kernels::cuda_device_available()) {
     *why = "no CUDA device: the communicators' device paths are built but cannot run here";
@@ -266,6 +319,10 @@ class NcclGpu : public ::testing::Test {
 
 TEST_F(NcclGpu, CollectivesOnDeviceBuffersAreExactAndCounted) {
   check_collectives_on_device(*comm_, device_);
+}
+
+TEST_F(NcclGpu, WaitsForTheStreamItsInputsAreReadyOn) {
+  check_inputs_ready_on_a_stream(*comm_, device_);
 }
 
 TEST_F(NcclGpu, HostBufferIsAClearErrorNamingTheOperation) {
@@ -317,6 +374,7 @@ TEST_F(NcclGpu, WorldCommunicatorCarriesHostControlMessagesBesideNccl) {
   for (int r = 0; r < world_size(); ++r) EXPECT_EQ(ranks[r], r);
   world.barrier();
   check_collectives_on_device(world, device_);
+  check_inputs_ready_on_a_stream(world, device_);  // routed by the stream, to NCCL
 }
 
 TEST_F(NcclGpu, ZeroElementsAreAcceptedFromAnyPointer) {
@@ -340,6 +398,33 @@ class MpiStagingGpu : public ::testing::Test {
 
 TEST_F(MpiStagingGpu, CollectivesOnDeviceBuffersAreExactAndCounted) {
   check_collectives_on_device(*comm_, device_);
+}
+
+// Note [Staging device buffers]: given the stream the inputs are ready on, the stager copies them
+// in after that stream's work so far, without the caller synchronising it.
+TEST_F(MpiStagingGpu, StagedCollectivesWaitForTheStreamTheirInputsAreReadyOn) {
+  check_inputs_ready_on_a_stream(*comm_, device_);
+}
+
+// MpiCommunicator knows host memory only: a collective ready on a CUDA stream is refused, before
+// anything is sent, with a pointer to the stager.
+TEST_F(MpiStagingGpu, BareMpiRefusesACollectiveReadyOnACudaStream) {
+  MpiCommunicator bare(MPI_COMM_WORLD);
+  const kernels::Stream stream = kernels::Stream::cuda(device_);
+  DeviceVector<float> buffer(std::vector<float>(4, 1.0f), stream);
+  Collective c = Collective::allreduce(buffer.data(), 4, DataType::kFloat32, ReduceOp::kSum,
+                                       TrafficKind::kGradient);
+  c.ready_on = &stream;
+  try {
+    bare.run(c);
+    FAIL() << "a collective ready on a CUDA stream was accepted";
+  } catch (const CommError& e) {
+    EXPECT_NE(std::string(e.what()).find("allreduce on rank " + std::to_string(bare.rank()) +
+                                         ": the buffers are on a CUDA stream"),
+              std::string::npos)
+        << e.what();
+  }
+  bare.barrier();  // nothing was sent: the ranks are still in step
 }
 
 // Either side of an allgatherv may be host memory while the other is on the device.

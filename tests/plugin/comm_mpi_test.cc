@@ -21,6 +21,7 @@
 #include "plugin/comm/counting_communicator.h"
 #include "plugin/comm/mpi/mpi_communicator.h"
 #include "plugin/comm/mpi/mpi_runtime.h"
+#include "plugin/comm/staging_communicator.h"
 #include "plugin/config/registry.h"
 
 namespace gw {
@@ -175,7 +176,7 @@ TEST_P(CommTest, BroadcastFromTheLastRank) {
 INSTANTIATE_TEST_SUITE_P(Counts, CommTest, ::testing::Values(0, 1, 7, 1000, 1000003),
                          [](const auto& info) { return "n" + std::to_string(info.param); });
 
-// --- float16 all-reduce (Note [float16 all-reduce] in mpi_communicator.cc) ---
+// --- float16 all-reduce (Note [float16 all-reduce] in half_ops.cc) ---
 // The references use GCC's _Float16 conversions, not the kernels that the MPI ops use.
 
 Half to_half(float f) {
@@ -652,7 +653,9 @@ TEST(MpiInfo, NamesTheLibraryInOnePrintableLineAndHowTheRanksWait) {
 #elif defined(MPICH)
   EXPECT_NE(info.library.find("MPICH"), std::string::npos) << info.library;
 #endif
-  const auto& mpi = dynamic_cast<const MpiCommunicator&>(*world);
+  const Communicator* flat = world.get();  // under the stager where CUDA is usable
+  if (const auto* staged = dynamic_cast<const StagingCommunicator*>(flat)) flat = &staged->inner();
+  const auto& mpi = dynamic_cast<const MpiCommunicator&>(*flat);
   EXPECT_EQ(info.wait, to_string(mpi.wait_mode()));
   EXPECT_EQ(info.wait_reason, mpi.wait_reason());
   // Only a communicator from make_mpi_world_communicator has these facts; the library's name is

@@ -14,6 +14,7 @@
 
 #include "plugin/comm/mpi/mpi_communicator.h"
 #include "plugin/comm/mpi/node_groups.h"
+#include "plugin/comm/staging_communicator.h"
 #include "plugin/config/params.h"
 
 namespace gw {
@@ -236,7 +237,7 @@ std::unique_ptr<Communicator> make_mpi_world_communicator(const config::Config& 
   if (c.enabled) return make_hierarchical_mpi_communicator(MPI_COMM_WORLD, groups, wait);
   auto flat = std::make_unique<MpiCommunicator>(MPI_COMM_WORLD, wait);
   flat->set_node_of_rank(groups.node_of_rank);
-  return flat;
+  return with_device_staging(std::move(flat));  // Note [Staging device buffers]
 }
 
 std::string mpi_library_version() {
@@ -260,7 +261,8 @@ std::string mpi_library_version() {
 
 MpiInfo mpi_info(const Communicator& world) {
   const Communicator* flat = &world;
-  if (const auto* two = dynamic_cast<const HierarchicalCommunicator*>(&world)) flat = &two->flat();
+  if (const auto* two = dynamic_cast<const HierarchicalCommunicator*>(flat)) flat = &two->flat();
+  if (const auto* staged = dynamic_cast<const StagingCommunicator*>(flat)) flat = &staged->inner();
   const auto* mpi = dynamic_cast<const MpiCommunicator*>(flat);
   if (mpi == nullptr) {
     throw std::invalid_argument("mpi_info: not a communicator from make_mpi_world_communicator");

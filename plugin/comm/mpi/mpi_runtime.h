@@ -75,11 +75,13 @@ int run_mpi_main(int* argc, char*** argv, const char* program, const std::functi
 
 // A communicator over every rank of the job (a duplicate of MPI_COMM_WORLD, so gradwire's messages
 // never match the program's own). MPI must be initialised. Collective. It waits for collectives as
-// GRADWIRE_MPI_WAIT says, and is a HierarchicalCommunicator where GRADWIRE_HIERARCHICAL and
-// GRADWIRE_HIERARCHY_LOCAL_SIZE say so (Note [Choosing the hierarchy] in mpi_runtime.cc): read from
-// this process's environment, or from `config` (a program's configuration, which the environment
-// has already overridden). `device_buffers`: the program exchanges CUDA device buffers, which the
-// two-level exchange does not carry. `chosen`, when given, receives the choice.
+// GRADWIRE_MPI_WAIT says; carries CUDA device buffers where CUDA is usable (a StagingCommunicator
+// over each MpiCommunicator, Note [Staging device buffers]); and is a HierarchicalCommunicator
+// where GRADWIRE_HIERARCHICAL and GRADWIRE_HIERARCHY_LOCAL_SIZE say so
+// (Note [Choosing the hierarchy] in mpi_runtime.cc): read from this process's environment, or
+// from `config` (a program's configuration, which the environment has already overridden).
+// `device_buffers`: the program exchanges CUDA device buffers, which the two-level exchange does
+// not carry. `chosen`, when given, receives the choice.
 std::unique_ptr<Communicator> make_mpi_world_communicator();
 std::unique_ptr<Communicator> make_mpi_world_communicator(const config::Config& config,
                                                           bool device_buffers = false,

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "plugin/comm/staging_communicator.h"
 #include "plugin/config/config.h"
 
 namespace gw {
@@ -116,10 +117,11 @@ std::unique_ptr<HierarchicalCommunicator> make_hierarchical_mpi_communicator(
   } free_splits{&local, &cross};
   auto flat = std::make_unique<MpiCommunicator>(comm, wait);
   flat->set_node_of_rank(groups.node_of_rank);
-  auto node = std::make_unique<MpiCommunicator>(local, wait);
-  auto across = std::make_unique<MpiCommunicator>(cross, wait);
-  return std::make_unique<HierarchicalCommunicator>(std::move(flat), std::move(node),
-                                                    std::move(across));
+  // Each level stages device buffers itself (Note [Staging device buffers]).
+  return std::make_unique<HierarchicalCommunicator>(
+      with_device_staging(std::move(flat)),
+      with_device_staging(std::make_unique<MpiCommunicator>(local, wait)),
+      with_device_staging(std::make_unique<MpiCommunicator>(cross, wait)));
 }
 
 }  // namespace gw

@@ -33,8 +33,8 @@ struct NodeGroups {
 NodeGroups find_node_groups(MPI_Comm comm, int local_size_setting, bool require_equal = true);
 
 // A HierarchicalCommunicator over `comm` for `groups`: the flat level a duplicate of comm, the
-// local and cross levels MpiCommunicators over MPI_Comm_split of it, all waiting as `wait` says.
-// Collective over `comm`.
+// local and cross levels MpiCommunicators over MPI_Comm_split of it, all waiting as `wait` says,
+// each with a StagingCommunicator over it where CUDA is usable. Collective over `comm`.
 std::unique_ptr<HierarchicalCommunicator> make_hierarchical_mpi_communicator(
     MPI_Comm comm, const NodeGroups& groups, MpiWait wait = MpiWait::kAuto);
 
