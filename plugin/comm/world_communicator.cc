@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <initializer_list>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -78,19 +77,49 @@ void check_mpi(int rc, const char* call) {
   }
 }
 
-// The device this rank would use, and the world rank of another rank of its node that would use
-// the same physical device (-1: none). Collective over `world`.
+// An MPI communicator of this file's own, freed at the end of its scope: a duplicate of
+// MPI_COMM_WORLD (whose collectives never match the program's), or the ranks of this rank's node.
+class OwnComm {
+ public:
+  static OwnComm world_duplicate() {
+    OwnComm c;
+    check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &c.comm_), "MPI_Comm_dup");
+    MPI_Comm_set_errhandler(c.comm_, MPI_ERRORS_RETURN);
+    return c;
+  }
+  static OwnComm node_of(MPI_Comm world, int world_rank) {
+    OwnComm c;
+    check_mpi(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &c.comm_),
+              "MPI_Comm_split_type");
+    MPI_Comm_set_errhandler(c.comm_, MPI_ERRORS_RETURN);
+    return c;
+  }
+  OwnComm(OwnComm&& other) noexcept : comm_(std::exchange(other.comm_, MPI_COMM_NULL)) {}
+  OwnComm& operator=(OwnComm&&) = delete;
+  ~OwnComm() {
+    if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  }
+  MPI_Comm get() const { return comm_; }
+  int rank() const {
+    int r = 0;
+    MPI_Comm_rank(comm_, &r);
+    return r;
+  }
+  int size() const {
+    int n = 1;
+    MPI_Comm_size(comm_, &n);
+    return n;
+  }
+
+ private:
+  OwnComm() = default;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+};
+
+// The world rank of another rank of this rank's node that would use the same physical device as
+// `device` (-1: none). Collective over `world`.
 int shared_device_peer(MPI_Comm world, int world_rank, int device, bool has_device) {
-  MPI_Comm node = MPI_COMM_NULL;
-  check_mpi(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &node),
-            "MPI_Comm_split_type");
-  struct Free {
-    MPI_Comm* c;
-    ~Free() { MPI_Comm_free(c); }
-  } free_node{&node};
-  MPI_Comm_set_errhandler(node, MPI_ERRORS_RETURN);
-  int node_size = 1;
-  MPI_Comm_size(node, &node_size);
+  const OwnComm node = OwnComm::node_of(world, world_rank);
   struct Entry {
     char bus_id[32];
     int world_rank;
@@ -105,9 +134,9 @@ int shared_device_peer(MPI_Comm world, int world_rank, int device, bool has_devi
       // An unqueryable device: no bus id, so it is compared with no other.
     }
   }
-  std::vector<Entry> all(static_cast<std::size_t>(node_size));
+  std::vector<Entry> all(static_cast<std::size_t>(node.size()));
   check_mpi(MPI_Allgather(&mine, static_cast<int>(sizeof mine), MPI_BYTE, all.data(),
-                          static_cast<int>(sizeof mine), MPI_BYTE, node),
+                          static_cast<int>(sizeof mine), MPI_BYTE, node.get()),
             "MPI_Allgather");
   if (mine.bus_id[0] == '\0') return -1;
   for (const Entry& other : all) {
@@ -118,14 +147,28 @@ int shared_device_peer(MPI_Comm world, int world_rank, int device, bool has_devi
   return -1;
 }
 
-int node_local_rank(MPI_Comm world, int world_rank) {
-  MPI_Comm node = MPI_COMM_NULL;
-  check_mpi(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &node),
-            "MPI_Comm_split_type");
-  int local = 0;
-  MPI_Comm_rank(node, &local);
-  MPI_Comm_free(&node);
-  return local;
+// The device this rank would use: the one it is told, else its node-local rank modulo the
+// devices it sees; -1 without one. Collective over `world` (every rank asks its node).
+int device_to_use(const OwnComm& world, int cuda_device) {
+  const int local_rank = OwnComm::node_of(world.get(), world.rank()).rank();
+  const int device_count = kernels::cuda_device_count();
+  if (device_count == 0) return -1;
+  return cuda_device >= 0 ? cuda_device : local_rank % device_count;
+}
+
+// Every rank's facts, on every rank. Collective over `world`.
+std::vector<RankFacts> gather_facts(const OwnComm& world, Backend requested, Device buffers,
+                                    int device) {
+  RankFacts mine;
+  mine.requested = static_cast<int>(requested);
+  mine.buffers_on_device = buffers == Device::kCuda ? 1 : 0;
+  mine.has_device = device >= 0 && device < kernels::cuda_device_count() ? 1 : 0;
+  mine.shares_with = shared_device_peer(world.get(), world.rank(), device, mine.has_device != 0);
+  std::vector<RankFacts> all(static_cast<std::size_t>(world.size()));
+  static_assert(sizeof(RankFacts) == kFactInts * sizeof(int), "RankFacts is sent as ints");
+  check_mpi(MPI_Allgather(&mine, kFactInts, MPI_INT, all.data(), kFactInts, MPI_INT, world.get()),
+            "MPI_Allgather");
+  return all;
 }
 
 std::string join(const std::vector<std::string>& parts, const char* separator) {
@@ -134,71 +177,28 @@ std::string join(const std::vector<std::string>& parts, const char* separator) {
   return out;
 }
 
-}  // namespace
-
-int default_cuda_device() {
-  if (!MpiRuntime::initialized()) {
-    throw CommError("default_cuda_device: MPI is not initialised (create an MpiRuntime first)");
-  }
-  MPI_Comm world = MPI_COMM_NULL;  // a duplicate: its collective never matches the program's
-  check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &world), "MPI_Comm_dup");
-  int rank = 0;
-  MPI_Comm_rank(world, &rank);
-  const int local_rank = node_local_rank(world, rank);
-  MPI_Comm_free(&world);
-  const int device_count = kernels::cuda_device_count();
-  return device_count == 0 ? -1 : local_rank % device_count;
-}
-
-BackendChoice choose_world_backend(const config::Config& config, Device buffers, int cuda_device) {
-  if (!MpiRuntime::initialized()) {
-    throw CommError("choose_world_backend: MPI is not initialised (create an MpiRuntime first)");
-  }
-  const Backend requested = parse_backend(config.get_string(config::keys::kBackend));
-  MPI_Comm world = MPI_COMM_NULL;  // a duplicate: these collectives never match the program's
-  check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &world), "MPI_Comm_dup");
-  struct Free {
-    MPI_Comm* c;
-    ~Free() { MPI_Comm_free(c); }
-  } free_world{&world};
-  MPI_Comm_set_errhandler(world, MPI_ERRORS_RETURN);
-  int rank = 0, size = 1;
-  MPI_Comm_rank(world, &rank);
-  MPI_Comm_size(world, &size);
-
-  const int device_count = kernels::cuda_device_count();
-  const int local_rank = node_local_rank(world, rank);  // collective: every rank asks
-  const int device = device_count == 0  ? -1
-                     : cuda_device >= 0 ? cuda_device
-                                        : local_rank % device_count;
-  RankFacts mine;
-  mine.requested = static_cast<int>(requested);
-  mine.buffers_on_device = buffers == Device::kCuda ? 1 : 0;
-  mine.has_device = device >= 0 && device < device_count ? 1 : 0;
-  mine.shares_with = shared_device_peer(world, rank, device, mine.has_device != 0);
-  std::vector<RankFacts> all(static_cast<std::size_t>(size));
-  static_assert(sizeof(RankFacts) == kFactInts * sizeof(int), "RankFacts is sent as ints");
-  check_mpi(MPI_Allgather(&mine, kFactInts, MPI_INT, all.data(), kFactInts, MPI_INT, world),
-            "MPI_Allgather");
-
-  // From here on every rank reads the same table, and so decides and words its errors alike.
-  for (int r = 1; r < size; ++r) {
-    if (all[static_cast<std::size_t>(r)].requested != all[0].requested) {
+void check_same_backend(const std::vector<RankFacts>& all) {
+  for (std::size_t r = 1; r < all.size(); ++r) {
+    if (all[r].requested != all[0].requested) {
       fail_everywhere(std::string(config::keys::kBackend) + " differs across ranks (rank 0 '" +
                       to_string(static_cast<Backend>(all[0].requested)) + "', rank " +
-                      std::to_string(r) + " '" +
-                      to_string(static_cast<Backend>(all[static_cast<std::size_t>(r)].requested)) +
+                      std::to_string(r) + " '" + to_string(static_cast<Backend>(all[r].requested)) +
                       "'): every rank must use the same backend. Set the same value on every rank "
                       "(accepted: auto, mpi, nccl)");
     }
   }
-  std::vector<std::string> why_not;  // why NCCL cannot work, if it cannot
+}
+
+// Why NCCL cannot work, in words; empty if it can ((a)-(d) of Note [Choosing the backend]).
+std::vector<std::string> why_not_nccl(const std::vector<RankFacts>& all) {
+  std::vector<std::string> why_not;
   if (!nccl_built()) why_not.push_back("gradwire was built without NCCL");
   bool host_buffers = false;
   std::vector<std::string> without_device;
   std::string sharing;
-  for (int r = 0; r < size; ++r) {
-    const RankFacts& f = all[static_cast<std::size_t>(r)];
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const RankFacts& f = all[i];
+    const int r = static_cast<int>(i);
     host_buffers = host_buffers || f.buffers_on_device == 0;
     if (f.has_device == 0) without_device.push_back(std::to_string(r));
     if (sharing.empty() && f.shares_with >= 0) {
@@ -215,7 +215,11 @@ BackendChoice choose_world_backend(const config::Config& config, Device buffers,
                       (without_device.size() > 1 ? "s " : " ") + join(without_device, ", "));
   }
   if (!sharing.empty()) why_not.push_back(sharing);
+  return why_not;
+}
 
+// What `requested` comes to, given why NCCL cannot work (nothing: it can).
+BackendChoice decide(Backend requested, const std::vector<std::string>& why_not) {
   BackendChoice choice;
   const std::string key = config::keys::kBackend;
   switch (requested) {
@@ -242,62 +246,31 @@ BackendChoice choose_world_backend(const config::Config& config, Device buffers,
       }
       break;
   }
-  if (choice.backend == Backend::kNccl) choice.cuda_device = device;
   return choice;
 }
 
-namespace {
-
-// Note [Host buffers beside NCCL]
-class RoutedCommunicator final : public Communicator {
- public:
-  RoutedCommunicator(std::unique_ptr<Communicator> device, std::unique_ptr<Communicator> host)
-      : device_(std::move(device)), host_(std::move(host)) {
-    if (!device_ || !host_) {
-      throw std::invalid_argument("make_routed_communicator: a null communicator");
-    }
-    if (device_->rank() != host_->rank() || device_->size() != host_->size()) {
-      throw std::invalid_argument(
-          "make_routed_communicator: the communicators' ranks differ (" +
-          std::to_string(device_->rank()) + " of " + std::to_string(device_->size()) + " and " +
-          std::to_string(host_->rank()) + " of " + std::to_string(host_->size()) + ")");
-    }
-  }
-  int rank() const override { return host_->rank(); }
-  int size() const override { return host_->size(); }
-
-  WorkHandle start(const Collective& c) override { return pick(c).start(c); }
-  void run(const Collective& c) override { pick(c).run(c); }
-  void barrier() override { host_->barrier(); }
-  std::vector<int> node_of_rank() const override { return host_->node_of_rank(); }
-
- private:
-  // Given a stream its inputs are ready on, the collective's buffers are that stream's memory.
-  // Otherwise a null pointer (an empty block, which one rank may have where another has not) says
-  // nothing of where the program keeps its buffers, so the others decide: device when every other
-  // one is on a CUDA device, host when one is not or there is none. Unlike an allgatherv's, an
-  // alltoallv's buffers may both be empty on one rank only (it sends and receives nothing) while
-  // the others' are on a device; were both null, that rank alone would route to the host. A
-  // caller whose blocks may all be empty passes non-null buffers.
-  Communicator& pick(const Collective& c) {
-    if (c.ready_on != nullptr) return c.ready_on->is_host() ? *host_ : *device_;
-    bool any = false;
-    for (const void* p : {c.send, static_cast<const void*>(c.recv)}) {
-      if (p == nullptr) continue;
-      if (kernels::cuda_device_of(p) < 0) return *host_;
-      any = true;
-    }
-    return any ? *device_ : *host_;
-  }
-
-  std::unique_ptr<Communicator> device_, host_;
-};
-
 }  // namespace
 
-std::unique_ptr<Communicator> make_routed_communicator(std::unique_ptr<Communicator> device,
-                                                       std::unique_ptr<Communicator> host) {
-  return std::make_unique<RoutedCommunicator>(std::move(device), std::move(host));
+int default_cuda_device() {
+  if (!MpiRuntime::initialized()) {
+    throw CommError("default_cuda_device: MPI is not initialised (create an MpiRuntime first)");
+  }
+  return device_to_use(OwnComm::world_duplicate(), -1);
+}
+
+BackendChoice choose_world_backend(const config::Config& config, Device buffers, int cuda_device) {
+  if (!MpiRuntime::initialized()) {
+    throw CommError("choose_world_backend: MPI is not initialised (create an MpiRuntime first)");
+  }
+  const Backend requested = parse_backend(config.get_string(config::keys::kBackend));
+  const OwnComm world = OwnComm::world_duplicate();
+  const int device = device_to_use(world, cuda_device);
+  const std::vector<RankFacts> all = gather_facts(world, requested, buffers, device);
+  // From here on every rank reads the same table, and so decides and words its errors alike.
+  check_same_backend(all);
+  BackendChoice choice = decide(requested, why_not_nccl(all));
+  if (choice.backend == Backend::kNccl) choice.cuda_device = device;
+  return choice;
 }
 
 std::unique_ptr<Communicator> make_world_communicator(const config::Config& config, Device buffers,

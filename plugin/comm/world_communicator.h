@@ -9,6 +9,7 @@
 #include "kernels/device.h"
 #include "plugin/comm/communicator.h"
 #include "plugin/comm/hierarchical_communicator.h"
+#include "plugin/comm/routed_communicator.h"
 #include "plugin/config/config.h"
 
 namespace gw {
@@ -43,20 +44,10 @@ int default_cuda_device();
 
 // A communicator over every rank of the job, of the backend choose_world_backend picks (MPI:
 // make_mpi_world_communicator; NCCL: on a new CUDA stream on the chosen device, with the host
-// buffers of control messages routed to MPI: make_routed_communicator). Collective. `chosen`,
-// when given, receives the choice.
+// buffers of control messages routed to MPI: make_routed_communicator, routed_communicator.h).
+// Collective. `chosen`, when given, receives the choice.
 std::unique_ptr<Communicator> make_world_communicator(const config::Config& config, Device buffers,
                                                       int cuda_device = -1,
                                                       BackendChoice* chosen = nullptr);
-
-// Note [Host buffers beside NCCL]
-// NCCL moves device memory only, but a program on NCCL still agrees on options, sums a test
-// accuracy and checks a payload's counts in host memory. The routed communicator sends a
-// collective whose buffers are all on a CUDA device to `device` (NCCL) and any other (a host
-// buffer among them, or none: a barrier) to `host` (MPI, which also stages a mixed pair). Every
-// rank routes the same collective alike, since where a program keeps a buffer is the same on every
-// rank; each backend keeps its own order. rank() and size() must agree (checked).
-std::unique_ptr<Communicator> make_routed_communicator(std::unique_ptr<Communicator> device,
-                                                       std::unique_ptr<Communicator> host);
 
 }  // namespace gw
