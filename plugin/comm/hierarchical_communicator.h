@@ -58,10 +58,10 @@ class HierarchicalCommunicator final : public Communicator {
   static std::size_t shard_offset(std::size_t count, int local_size, int local_rank);
 
  private:
-  std::unique_ptr<Communicator> flat_, local_, cross_;
-  Levels levels_;
   void two_level_allreduce(const Collective& c);
 
+  std::unique_ptr<Communicator> flat_, local_, cross_;
+  Levels levels_;
   std::vector<unsigned char> shard_;  // this rank's reduced shard, sent by the node-local allgather
 };
 
