@@ -34,10 +34,16 @@ EXEMPT = {}
 
 
 def git_files(root):
-    out = subprocess.run(["git", "-C", root, "ls-files", "--cached", "--others",
-                          "--exclude-standard"], check=True, capture_output=True, text=True)
-    return sorted({f for f in out.stdout.splitlines() if not SKIP.match(f)
-                   and os.path.isfile(os.path.join(root, f))})
+    """The files git lists; outside a checkout, every file below root but build trees."""
+    try:
+        out = subprocess.run(["git", "-C", root, "ls-files", "--cached", "--others",
+                              "--exclude-standard"], check=True, capture_output=True, text=True)
+        names = out.stdout.splitlines()
+    except (OSError, subprocess.CalledProcessError):
+        names = [os.path.relpath(os.path.join(d, f), root) for d, dirs, files in os.walk(root)
+                 for f in files
+                 if not re.search(r"(^|/)(\.\w|build)", os.path.relpath(d, root))]
+    return sorted({f for f in names if not SKIP.match(f) and os.path.isfile(os.path.join(root, f))})
 
 
 # --- C++ -----------------------------------------------------------------------------------------

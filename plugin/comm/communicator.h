@@ -58,7 +58,7 @@ class Communicator {
 
   // This communicator's two levels where it has them (a HierarchicalCommunicator, or a decorator
   // of one), else null. The sparse exchange runs its split over them
-  // (Note [Sparse allreduce over two levels], plugin/bucket_exchange.h).
+  // (Note [Sparse allreduce over two levels], plugin/exchange/two_level_split.h).
   virtual const Levels* levels() { return nullptr; }
 
   // The collective `c` (Note [A collective described once]), started: the returned Work completes
