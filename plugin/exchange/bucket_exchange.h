@@ -1,16 +1,17 @@
-// Runs one bucket through a Compressor and the collectives its plan names: plan, encode, the dense
-// round (fp32 or fp16, with any low-rank factors and their Q round), the sparse algorithm picked
-// once for the bucket (allgatherv, split, or split over two levels), decode.
+// Runs one bucket through a Compressor and the collectives its plan names: encode (the plan, and
+// the payload, compressors::BucketPayload), the dense round (fp32 or fp16, with any low-rank
+// factors and their Q round), the sparse algorithm picked once for the bucket (allgatherv, split,
+// or split over two levels), decode. This layer moves bytes; what they say is the compressors'.
 #pragma once
 
 #include <cstddef>
 #include <memory>
 
+#include "compressors/bucket_payload.h"
 #include "compressors/compressor.h"
 #include "kernels/stream.h"
 #include "plugin/comm/communicator.h"
 #include "plugin/exchange/dense_rounds.h"
-#include "plugin/exchange/payload_buffers.h"
 #include "plugin/exchange/sparse_allgather.h"
 #include "plugin/exchange/sparse_split.h"
 #include "plugin/exchange/two_level_split.h"
@@ -61,11 +62,12 @@ class BucketExchange {
                       int world_size);
 
  private:
-  // The algorithm that sums the plan's sparse part over `comm`'s ranks; null without one.
+  // The algorithm that would sum a split sparse part over `comm`'s ranks (its packing), and the
+  // one that sums `plan`'s (null without a sparse part).
+  exchange::SparseExchange& split_for(Communicator& comm);
   exchange::SparseExchange* sparse_for(Communicator& comm, const compressors::ExchangePlan& plan);
 
-  compressors::ExchangePlan plan_;
-  exchange::PayloadBuffers payload_;
+  compressors::BucketPayload payload_;
   exchange::DenseRounds dense_;
   exchange::SparseAllgather allgather_;
   exchange::SparseSplit split_;

@@ -20,22 +20,23 @@ float* DenseRounds::project(compressors::LowRankRound* low_rank,
   return q;
 }
 
-void DenseRounds::exchange(Communicator& comm, compressors::LowRankRound* low_rank,
-                           const compressors::BucketView& bucket,
-                           const compressors::ExchangePlan& plan,
-                           const compressors::EncodedBucket& payload, TrafficKind kind,
-                           const kernels::Stream& stream) {
+const float* DenseRounds::exchange(Communicator& comm, compressors::LowRankRound* low_rank,
+                                  const compressors::BucketView& bucket,
+                                  const compressors::ExchangePlan& plan,
+                                  const compressors::EncodedBucket& payload, TrafficKind kind,
+                                  const kernels::Stream& stream) {
   const std::size_t count = payload.dense_count + plan.p_count();
   if (count > 0) {
     const bool half = plan.dense_wire == compressors::DenseWire::kFloat16;
     comm.allreduce(half ? static_cast<void*>(payload.f16) : static_cast<void*>(payload.f32),
                    count, half ? DataType::kFloat16 : DataType::kFloat32, ReduceOp::kSum, kind);
   }
-  if (plan.low_rank.empty()) return;
+  if (plan.low_rank.empty()) return nullptr;
   // The second round (Note [PowerSGD]): this rank's Q of every low-rank tensor, summed.
   float* q = project(low_rank, bucket, plan, payload, stream);
   stream.synchronize();
   comm.allreduce(q, plan.q_count(), DataType::kFloat32, ReduceOp::kSum, kind);
+  return q;
 }
 
 void DenseRounds::local_only(compressors::LowRankRound* low_rank,
@@ -46,15 +47,6 @@ void DenseRounds::local_only(compressors::LowRankRound* low_rank,
   if (plan.low_rank.empty()) return;
   const float* q = project(low_rank, bucket, plan, payload, stream);
   low_rank->reconstruct(bucket, plan, payload.factors, q);
-}
-
-void DenseRounds::decode(compressors::LowRankRound* low_rank,
-                         const compressors::BucketView& bucket,
-                         const compressors::ExchangePlan& plan,
-                         const compressors::EncodedBucket& payload,
-                         const kernels::Stream& stream) {
-  compressors::decode_dense(bucket, plan, payload, stream);
-  if (!plan.low_rank.empty()) low_rank->reconstruct(bucket, plan, payload.factors, q_.data());
 }
 
 }  // namespace gw::exchange

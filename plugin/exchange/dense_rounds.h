@@ -13,20 +13,17 @@ class DenseRounds {
  public:
   // Sums the dense part (and P) over the ranks; then this rank's Q of each low-rank tensor, and
   // sums those. `low_rank` is the compressor's round, needed only when the plan has low-rank
-  // tensors (an internal error otherwise).
-  void exchange(Communicator& comm, compressors::LowRankRound* low_rank,
-                const compressors::BucketView& bucket, const compressors::ExchangePlan& plan,
-                const compressors::EncodedBucket& payload, TrafficKind kind,
-                const kernels::Stream& stream);
-  // The same local work with nothing sent (BucketExchange::trial): Q from this rank's P alone,
-  // and P Q^T back into the bucket.
+  // tensors (an internal error otherwise). Returns the summed Qs (null without low-rank tensors).
+  const float* exchange(Communicator& comm, compressors::LowRankRound* low_rank,
+                        const compressors::BucketView& bucket,
+                        const compressors::ExchangePlan& plan,
+                        const compressors::EncodedBucket& payload, TrafficKind kind,
+                        const kernels::Stream& stream);
+  // The same local work with nothing sent (BucketExchange::trial): this rank's Q from its own P,
+  // then P Q^T back into the bucket.
   void local_only(compressors::LowRankRound* low_rank, const compressors::BucketView& bucket,
                   const compressors::ExchangePlan& plan, const compressors::EncodedBucket& payload,
                   const kernels::Stream& stream);
-  // The reduced dense part back into the bucket, and P Q^T into each low-rank tensor.
-  void decode(compressors::LowRankRound* low_rank, const compressors::BucketView& bucket,
-              const compressors::ExchangePlan& plan, const compressors::EncodedBucket& payload,
-              const kernels::Stream& stream);
 
  private:
   float* project(compressors::LowRankRound* low_rank, const compressors::BucketView& bucket,

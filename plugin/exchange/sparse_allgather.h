@@ -8,14 +8,12 @@ namespace gw::exchange {
 
 class SparseAllgather final : public SparseExchange {
  public:
-  void exchange(Communicator& comm, const SparseInput& in, TrafficKind kind) override;
-  void decode(const compressors::BucketView& bucket, const compressors::ExchangePlan& plan,
-              const kernels::Stream& stream) override;
+  compressors::SparseInbox& exchange(Communicator& comm, const SparseInput& in,
+                                     TrafficKind kind) override;
 
  private:
   MessageCounts counts_;
-  kernels::Buffer<std::uint32_t> received_;
-  compressors::SparseSegments segments_;
+  compressors::SparseInbox inbox_;
 };
 
 }  // namespace gw::exchange

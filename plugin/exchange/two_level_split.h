@@ -5,9 +5,9 @@
 #include <memory>
 #include <vector>
 
+#include "compressors/split_ranges.h"
 #include "plugin/exchange/message_counts.h"
 #include "plugin/exchange/sparse_exchange.h"
-#include "plugin/exchange/split_ranges.h"
 
 namespace gw::exchange {
 
@@ -28,8 +28,8 @@ namespace gw::exchange {
 //  5. Cross allgatherv of the kept pairs, then node-local allgatherv of the N messages each rank
 //     now holds, so that every rank has every range's kept pairs and writes them as the flat split
 //     does.
-// Steps 2 and 4 work on the pairs alone (RangeMerge: the received pairs added into sums that are
-// kept zero between steps, their distinct indices the candidates,
+// Steps 2 and 4 work on the pairs alone (compressors::RangeMerge: the received pairs added into
+// sums that are kept zero between steps, their distinct indices the candidates,
 // SparseReselector::reselect_among), never on every element of a range: a rank merges 1/L of each
 // tensor, and a pass over it would cost more than the bytes it saves. The network carries steps 3
 // and 5: about k (N - 1) / N + 2k (N - 1) / N pairs per node, where the flat split sends L times
@@ -42,36 +42,13 @@ namespace gw::exchange {
 // in step 5, that kept it). The applied values differ from the flat split's: step 2 ranks a node's
 // sums rather than the world's.
 
-// Sums received pairs of one range into zeroed sums and keeps the largest of them, in O(pairs).
-class RangeMerge {
- public:
-  // Sums of `numel` floats, zero (zeroed only where a merge may not have left them so).
-  float* zeroed_sums(std::size_t numel, const kernels::Stream& stream);
-  // Every merge since zeroed_sums() has left its sums zero again.
-  void all_merged() { zeroed_ = true; }
-  // Adds the senders' checked messages of range r (of `ranges`) into `sums` (zero there before,
-  // laid out by lay_out_range), in sender order, and appends to `out` the largest budget.k of each
-  // tensor among the indices they name (SparseReselector::reselect_among: the rest into the
-  // residual, `sums` zero again).
-  void merge(compressors::SparseReselector& reselector, const compressors::BucketView& bucket,
-             const compressors::ExchangePlan& plan, const compressors::ExchangePlan& budget,
-             std::size_t ranges, std::size_t r, const compressors::BucketView& sums,
-             const std::uint32_t* words, const compressors::SparseSegments& segments,
-             compressors::SparseMessageWriter& out, const kernels::Stream& stream);
-
- private:
-  kernels::Buffer<float> sums_;  // zero between merges
-  std::size_t zeroed_numel_ = 0;
-  bool zeroed_ = false;
-  kernels::Buffer<std::uint32_t> candidates_;
-};
-
 class TwoLevelSplit final : public SparseExchange {
  public:
+  // Destination q of this node gets the ranges m * L + q of every node m.
+  compressors::SplitPacking packing(Communicator& comm) const override;
   // `comm` must have levels() with more than one rank at each.
-  void exchange(Communicator& comm, const SparseInput& in, TrafficKind kind) override;
-  void decode(const compressors::BucketView& bucket, const compressors::ExchangePlan& plan,
-              const kernels::Stream& stream) override;
+  compressors::SparseInbox& exchange(Communicator& comm, const SparseInput& in,
+                                     TrafficKind kind) override;
 
  private:
   struct Shape;  // this step's sizes, ranks and senders (two_level_split.cc)
@@ -84,30 +61,31 @@ class TwoLevelSplit final : public SparseExchange {
   struct WorldSenders {
     std::vector<int> local, cross, entry;
   } senders_;
-  std::vector<const compressors::SparseMessageWriter*> out_;
-  // Steps 1 and 2: the node's pairs of the ranges this rank merges, put side by side by range
-  // (each range's messages in local rank order), then merged.
-  MessageAlltoall in_node_;
-  struct ByRange {
-    kernels::Buffer<std::uint32_t> words;
-    std::vector<std::vector<std::size_t>> lengths;
-    std::vector<std::size_t> offset;
-    std::vector<compressors::BucketView> views;
-    std::vector<compressors::SparseSegments> segments;
-  } by_range_;
+  // Steps 1 and 2: the node's pairs of the ranges this rank merges, one inbox per range (each
+  // range's messages in local rank order), summed in `sums_views_` and merged.
+  MessageCounts in_node_counts_;
+  compressors::SparseInbox in_node_;
+  std::vector<compressors::SparseInbox> by_range_;
+  std::vector<compressors::BucketView> sums_views_;
   compressors::ExchangePlan node_plan_;  // what a node's merged message may hold
   std::vector<compressors::SparseMessageWriter> merged_;
-  RangeMerge merge_;
+  struct Packed {
+    std::vector<const compressors::SparseMessageWriter*> order;
+    kernels::Buffer<std::uint32_t> words;
+    std::vector<std::size_t> lengths;
+  } merged_packed_;
+  compressors::RangeMerge merge_;
   // Steps 3 and 4: the nodes' merged pairs of the range this rank owns, and what it keeps.
-  MessageAlltoall across_;
+  MessageCounts across_counts_;
+  compressors::SparseInbox across_;
   compressors::BucketView mine_;
-  compressors::SparseSegments segments_;
-  KeptPairs kept_;
+  compressors::KeptPairs kept_;
   // Step 5: the kept pairs across, then inside the node.
   MessageCounts cross_counts_, local_counts_;
-  kernels::Buffer<std::uint32_t> node_kept_words_;
+  compressors::SparseInbox node_kept_;
   std::vector<std::int64_t> cross_lengths_;
-  RangeMessages all_kept_;
+  std::vector<std::size_t> range_of_entry_;
+  compressors::SparseInbox all_kept_;
 };
 
 }  // namespace gw::exchange
