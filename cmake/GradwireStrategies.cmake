@@ -11,6 +11,8 @@ get_filename_component(GW_STRATEGIES_READER ${CMAKE_CURRENT_LIST_DIR}/../tools/s
 #   GW_STRATEGY_BASELINE   the name the accuracy comparisons are against
 #   GW_ACCURACY_RANKS      the accuracy runs' world size
 #   GW_ACCURACY_ARGS       their gradwire_train arguments (each run adds --seed and --report)
+#   GW_CI_ACCURACY_ARGS    the same at CI's length, GW_CI_ACCURACY_SEED the CI runs' seed
+#                          (Note [Accuracy at two lengths], tools/strategies_file.py)
 # and, for each strategy, with <name> as given (+ and all):
 #   GW_STRATEGY_<name>_ID          the name for test and file names, + written _plus_
 #   GW_STRATEGY_<name>_ENV         its settings, VAR=VALUE each, {steps_per_epoch} filled in
@@ -20,6 +22,7 @@ get_filename_component(GW_STRATEGIES_READER ${CMAKE_CURRENT_LIST_DIR}/../tools/s
 #   GW_STRATEGY_<name>_BASE        the strategy those flags compare with: accuracy.baseline where
 #                                  given (a flat twin, say), else the file's baseline
 #   GW_STRATEGY_<name>_CHECK       gradwire_check_report's flags on its first seed's report
+#   GW_STRATEGY_<name>_CI_ENV, _CI_VS_BASELINE, _CI_CHECK   the same three for its CI run
 macro(gw_load_strategies path)
   if(NOT Python3_EXECUTABLE)
     find_package(Python3 REQUIRED COMPONENTS Interpreter)

@@ -20,6 +20,16 @@ the file through load(). Python 3 standard library only.
 # gradwire_check_report evaluates every --min, then every --max, each a separate condition, so
 # the order does not matter) and each number as the shortest decimal that reads back as the same
 # double, so a command line shows 0.003. A value that CMake would split at a ';' is refused.
+# Note [Accuracy at two lengths]
+# Each strategy with an accuracy block is trained at two lengths. The full runs (accuracy_run: 3
+# epochs, each of the block's seeds) make the committed figures and their thresholds are the
+# claims RESULTS.md states; they take minutes each, so they run where figures are made
+# (./gradwire.sh results --run, or ctest -L '^accuracy$'), not in CI. CI trains each strategy once
+# (ci_accuracy_run: one seed, its epochs) and checks its block's "ci": the same byte and schedule
+# checks where they do not depend on the length, the counts that do at this length, and accuracy
+# against the baseline's run of the same length, with a margin measured to hold a working strategy
+# and to fail one whose mechanism is broken (the block's "ci.why" gives both figures). A CI run is
+# deterministic, so its margin covers a change of arithmetic elsewhere, not the run's noise.
 import argparse
 import json
 import os
@@ -28,7 +38,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PATH = os.path.join(ROOT, "benchmarks", "strategies.json")
-SCHEMA = "gradwire-strategies/1"
+SCHEMA = "gradwire-strategies/2"
 STEPS_PER_EPOCH = "{steps_per_epoch}"  # the only placeholder a setting may hold
 NAME = re.compile(r"[a-z0-9_+]+")
 VARIABLE = re.compile(r"GRADWIRE_[A-Z0-9_]+")
@@ -36,7 +46,8 @@ PLACEHOLDER = re.compile(r"\{[a-z_]*\}")
 # The flags each kind of expectation becomes (gradwire_compare_reports, gradwire_check_report).
 VS_BASELINE = ("max_drop", "min_ratio", "max_ratio")
 CHECK = ("min", "max")
-FIELDS = ("ID", "ENV", "SEEDS", "LABELS", "VS_BASELINE", "BASE", "CHECK")
+FIELDS = ("ID", "ENV", "SEEDS", "LABELS", "VS_BASELINE", "BASE", "CHECK", "CI_ENV",
+          "CI_VS_BASELINE", "CI_CHECK")
 
 
 class StrategiesError(ValueError):
@@ -112,7 +123,8 @@ class _Checker:
             self.fail(where, f"'{text}': a ';' would split it in two in CMake's lists")
 
     def check(self, spec):
-        self.keys(spec, "top level", ("schema", "baseline", "accuracy_run", "strategies"),
+        self.keys(spec, "top level",
+                  ("schema", "baseline", "accuracy_run", "ci_accuracy_run", "strategies"),
                   ("placeholders",))
         schema = self.get(spec, "schema", "STRING", "schema")
         if schema != SCHEMA:
@@ -130,6 +142,15 @@ class _Checker:
         self.whole(steps, 1, "accuracy_run.steps_per_epoch")
         for i, arg in enumerate(self.array(run, "args", "STRING", "accuracy_run.args")):
             self.one_list_item(arg, f"accuracy_run.args[{i}]")
+        if "--epochs" not in run["args"][:-1]:
+            self.fail("accuracy_run.args", "no --epochs N (ci_accuracy_run.epochs replaces it)")
+        ci = spec["ci_accuracy_run"]
+        self.keys(ci, "ci_accuracy_run", ("why", "epochs", "seed"))
+        self.get(ci, "why", "STRING", "ci_accuracy_run.why")
+        self.whole(self.get(ci, "epochs", "NUMBER", "ci_accuracy_run.epochs"), 1,
+                   "ci_accuracy_run.epochs")
+        self.whole(self.get(ci, "seed", "NUMBER", "ci_accuracy_run.seed"), 0,
+                   "ci_accuracy_run.seed")
         strategies = self.get(spec, "strategies", "ARRAY", "strategies")
         if not strategies:
             self.fail("strategies", "empty")
@@ -154,7 +175,12 @@ class _Checker:
             self.fail(where, "name: a second strategy of that name")
         self.keys(entry, where, ("name", "summary", "env"), ("accuracy",))
         self.get(entry, "summary", "STRING", f"{where}: summary")
-        env = self.get(entry, "env", "OBJECT", f"{where}: env")
+        self.env(self.get(entry, "env", "OBJECT", f"{where}: env"), where, steps)
+        if "accuracy" in entry:
+            self.accuracy(entry["accuracy"], f"{where}: accuracy", steps)
+        return name
+
+    def env(self, env, where, steps):
         for var in sorted(env):
             if not VARIABLE.fullmatch(var):
                 self.fail(where, f"env: '{var}' is not a GRADWIRE_* variable")
@@ -163,13 +189,12 @@ class _Checker:
             if PLACEHOLDER.search(value):
                 self.fail(where, f"env.{var}: unknown placeholder in '{value}'")
             self.one_list_item(value, f"{where}: env.{var}")
-        if "accuracy" in entry:
-            self.accuracy(entry["accuracy"], f"{where}: accuracy")
-        return name
 
-    def accuracy(self, block, where):
-        """A strategy's accuracy block: its seeds, and at least one expectation."""
-        self.keys(block, where, ("seeds",), ("why", "baseline", "vs_baseline", "check", "labels"))
+    def accuracy(self, block, where, steps):
+        """A strategy's accuracy block: its seeds, at least one expectation, and the shorter run
+        CI checks it with (Note [Accuracy at two lengths])."""
+        self.keys(block, where, ("seeds", "ci"),
+                  ("why", "baseline", "vs_baseline", "check", "labels"))
         for key in ("baseline", "why"):
             if key in block:
                 self.get(block, key, "STRING", f"{where}.{key}")
@@ -181,6 +206,16 @@ class _Checker:
         if "labels" in block:
             for i, label in enumerate(self.array(block, "labels", "STRING", f"{where}.labels")):
                 self.one_list_item(label, f"{where}.labels[{i}]")
+        self.expectations(block, where)
+        ci = block["ci"]
+        self.keys(ci, f"{where}.ci", ("why",), ("env", "vs_baseline", "check"))
+        self.get(ci, "why", "STRING", f"{where}.ci.why")
+        if "env" in ci:
+            self.env(self.get(ci, "env", "OBJECT", f"{where}.ci.env"), f"{where}.ci", steps)
+        self.expectations(ci, f"{where}.ci")
+
+    def expectations(self, block, where):
+        """block's vs_baseline and check, at least one flag in all."""
         asserted = 0
         for part, kinds in (("vs_baseline", VS_BASELINE), ("check", CHECK)):
             if part not in block:
@@ -209,6 +244,11 @@ class _Checker:
         if block.get("baseline") and (base not in names or base == name):
             self.fail(f"strategy '{name}'",
                       f"accuracy.baseline: '{base}' is not another strategy in the file")
+        base_entry = next((s for s in spec["strategies"] if s["name"] == base), {})
+        if any(block.get("ci", {}).get("vs_baseline", {}).values()) and \
+                not base_entry.get("accuracy"):
+            self.fail(f"strategy '{name}'",
+                      f"accuracy.ci.vs_baseline: '{base}' has no accuracy block, so no CI run")
         if not any(block.get("vs_baseline", {}).values()):
             return
         base_seeds = seeds_of(next(s for s in spec["strategies"] if s["name"] == base))
@@ -279,7 +319,18 @@ def strategy_variables(spec, entry):
         "VS_BASELINE": expectation_flags(block, "vs_baseline", VS_BASELINE),
         "BASE": [base_name(spec, entry)],
         "CHECK": expectation_flags(block, "check", CHECK),
+        "CI_ENV": [f"{var}={value}" for var, value in sorted(
+            environment({**env, **block["ci"].get("env", {})}, steps).items())] if block else [],
+        "CI_VS_BASELINE": expectation_flags(block.get("ci", {}), "vs_baseline", VS_BASELINE),
+        "CI_CHECK": expectation_flags(block.get("ci", {}), "check", CHECK),
     }
+
+
+def ci_args(spec):
+    """accuracy_run.args with ci_accuracy_run's epochs."""
+    args = list(spec["accuracy_run"]["args"])
+    args[args.index("--epochs") + 1] = number(spec["ci_accuracy_run"]["epochs"])
+    return args
 
 
 def cmake_variables(spec, path=PATH):
@@ -289,6 +340,9 @@ def cmake_variables(spec, path=PATH):
       GW_STRATEGY_BASELINE     the name the accuracy comparisons are against
       GW_ACCURACY_RANKS        the accuracy runs' world size
       GW_ACCURACY_ARGS         their gradwire_train arguments (each run adds --seed and --report)
+      GW_CI_ACCURACY_ARGS      the same with ci_accuracy_run's epochs (Note [Accuracy at two
+                               lengths])
+      GW_CI_ACCURACY_SEED      the seed of every CI run
     and, for each strategy, with <name> as given (+ and all):
       GW_STRATEGY_<name>_ID          the name for test and file names, + written _plus_
       GW_STRATEGY_<name>_ENV         its settings, VAR=VALUE each, {steps_per_epoch} filled in
@@ -296,13 +350,17 @@ def cmake_variables(spec, path=PATH):
       GW_STRATEGY_<name>_LABELS      labels its accuracy tests carry besides integration;accuracy
       GW_STRATEGY_<name>_VS_BASELINE gradwire_compare_reports' flags against the baseline
       GW_STRATEGY_<name>_BASE        the strategy those flags compare with (base_name)
-      GW_STRATEGY_<name>_CHECK       gradwire_check_report's flags on its first seed's report"""
+      GW_STRATEGY_<name>_CHECK       gradwire_check_report's flags on its first seed's report
+      GW_STRATEGY_<name>_CI_ENV, _CI_VS_BASELINE, _CI_CHECK   the same for its CI run (ENV with
+                                     the ci block's env over the strategy's)"""
     run = spec["accuracy_run"]
     out = [("GW_STRATEGIES_FILE", [path]),
            ("GW_STRATEGIES", [s["name"] for s in spec["strategies"]]),
            ("GW_STRATEGY_BASELINE", [spec["baseline"]]),
            ("GW_ACCURACY_RANKS", [number(run["ranks"])]),
-           ("GW_ACCURACY_ARGS", list(run["args"]))]
+           ("GW_ACCURACY_ARGS", list(run["args"])),
+           ("GW_CI_ACCURACY_ARGS", ci_args(spec)),
+           ("GW_CI_ACCURACY_SEED", [number(spec["ci_accuracy_run"]["seed"])])]
     for entry in spec["strategies"]:
         fields = strategy_variables(spec, entry)
         out += [(f"GW_STRATEGY_{entry['name']}_{field}", fields[field]) for field in FIELDS]

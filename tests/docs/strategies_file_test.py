@@ -35,11 +35,11 @@ def entry(spec, name):
 # (what is changed, the change, the end of the message that must stop the reader)
 MISTAKES = [
     ("an unknown top-level key", lambda d: d.update(extra=1),
-     "top level: unknown key 'extra' (known: schema, baseline, accuracy_run, strategies, "
-     "placeholders)"),
+     "top level: unknown key 'extra' (known: schema, baseline, accuracy_run, ci_accuracy_run, "
+     "strategies, placeholders)"),
     ("no schema", lambda d: d.pop("schema"), "top level: missing field 'schema'"),
-    ("another schema", lambda d: d.update(schema="gradwire-strategies/2"),
-     "schema: 'gradwire-strategies/2' (this build reads gradwire-strategies/1)"),
+    ("another schema", lambda d: d.update(schema="gradwire-strategies/1"),
+     "schema: 'gradwire-strategies/1' (this build reads gradwire-strategies/2)"),
     ("a baseline not in the file", lambda d: d.update(baseline="nope"),
      "baseline: 'nope' is not a strategy in the file"),
     ("ranks as a string", lambda d: d["accuracy_run"].update(ranks="4"),
@@ -70,7 +70,7 @@ MISTAKES = [
      "strategy 'fp16' (strategies[2]): env.GRADWIRE_X: 'a;b': a ';' would split it in two in "
      "CMake's lists"),
     ("a misspelt accuracy field", lambda d: entry(d, "fp16")["accuracy"].update(seed=[1]),
-     "strategy 'fp16' (strategies[2]): accuracy: unknown key 'seed' (known: seeds, why, "
+     "strategy 'fp16' (strategies[2]): accuracy: unknown key 'seed' (known: seeds, ci, why, "
      "baseline, vs_baseline, check, labels)"),
     ("no seeds", lambda d: entry(d, "fp16")["accuracy"].update(seeds=[]),
      "strategy 'fp16' (strategies[2]): accuracy: seeds: empty"),
@@ -98,6 +98,25 @@ MISTAKES = [
      "assert"),
     ("a misspelt check", lambda d: entry(d, "dense")["accuracy"]["check"].update(mid={}),
      "strategy 'dense' (strategies[0]): accuracy.check: unknown key 'mid' (known: min, max)"),
+    ("no CI run", lambda d: d.pop("ci_accuracy_run"),
+     "top level: missing field 'ci_accuracy_run'"),
+    ("no CI epochs", lambda d: d["ci_accuracy_run"].update(epochs=0),
+     "ci_accuracy_run.epochs: 0 is not a whole number of at least 1"),
+    ("the full run without --epochs",
+     lambda d: d["accuracy_run"].update(args=["--model", "mlp"]),
+     "accuracy_run.args: no --epochs N (ci_accuracy_run.epochs replaces it)"),
+    ("no ci block", lambda d: entry(d, "fp16")["accuracy"].pop("ci"),
+     "strategy 'fp16' (strategies[2]): accuracy: missing field 'ci'"),
+    ("a ci block without its reason", lambda d: entry(d, "fp16")["accuracy"]["ci"].pop("why"),
+     "strategy 'fp16' (strategies[2]): accuracy.ci: missing field 'why'"),
+    ("a ci block asserting nothing",
+     lambda d: entry(d, "fp16")["accuracy"]["ci"].pop("vs_baseline"),
+     "strategy 'fp16' (strategies[2]): accuracy.ci: neither vs_baseline nor check: nothing to "
+     "assert"),
+    ("a ci setting not GRADWIRE_*",
+     lambda d: entry(d, "fp16")["accuracy"]["ci"].update(env={"OMP_THREADS": "1"}),
+     "strategy 'fp16' (strategies[2]): accuracy.ci: env: 'OMP_THREADS' is not a GRADWIRE_* "
+     "variable"),
     ("a seed the baseline has no run of",
      lambda d: entry(d, "fp16")["accuracy"].update(seeds=[42, 7]),
      "strategy 'fp16': accuracy.seeds: seed 7 has no 'dense' run to compare with (its "
@@ -127,6 +146,18 @@ class Reader(unittest.TestCase):
             "--max-drop", "/final_test_accuracy=0.003",
             "--min-ratio", "/gradient_bytes_per_step:/gradient_bytes_per_step=1.98",
             "--max-ratio", "/gradient_bytes_per_step:/gradient_bytes_per_step=2.02"])
+        # The CI runs: one epoch, one seed, the ci block's settings over the strategy's.
+        self.assertEqual(got["GW_CI_ACCURACY_ARGS"][:4], ["--model", "mlp", "--epochs", "1"])
+        self.assertEqual(got["GW_CI_ACCURACY_ARGS"][4:], got["GW_ACCURACY_ARGS"][4:])
+        self.assertEqual(got["GW_CI_ACCURACY_SEED"], ["42"])
+        self.assertEqual(got["GW_STRATEGY_post_local_sgd_CI_ENV"], [
+            "GRADWIRE_LOCAL_SGD_BEGIN_STEP=234", "GRADWIRE_LOCAL_SGD_K=8",
+            "GRADWIRE_SYNC=post_local_sgd"])
+        self.assertEqual(got["GW_STRATEGY_dgc_CI_VS_BASELINE"][:2],
+                         ["--max-drop", "/final_test_accuracy=0.01"])
+        self.assertEqual(got["GW_STRATEGY_dgc_CI_CHECK"][-2:],
+                         ["--max", "/compression/warmup_end_step=0"])
+        self.assertEqual(got["GW_STRATEGY_topk_CI_ENV"], [])
         self.assertEqual(got["GW_STRATEGY_dense_CHECK"], [
             "--min", "/final_test_accuracy=0.84",
             "--min", "/traffic/gradient/sent_bytes_per_step_max_rank=8002624",
