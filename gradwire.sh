@@ -3,8 +3,11 @@
 #
 #   setup         apt-get install what is missing (Debian 12; as root or with sudo)
 #   build         configure and build into ./build (Release); CUDA kernels too when nvcc is found
-#   demo          setup, build, then train the reference MLP on Fashion-MNIST across 4 MPI ranks
-#   test [OPTIONS] [CTEST ARGS]  setup, build, then run every test (CTest); OPTIONS:
+#   demo          setup, build gradwire_train alone (CUDA only where a GPU is usable), then train
+#                 the reference MLP on Fashion-MNIST across 4 MPI ranks; a table of each phase's time
+#   test [OPTIONS] [CTEST ARGS]  setup, build, then run every test but the long accuracy runs
+#                 (label accuracy: ctest -L '^accuracy$', or ./gradwire.sh results --run; their
+#                 CI-length twins, label accuracy-ci, run); OPTIONS:
 #                 --mpi openmpi|mpich  the MPI to build and test against (default openmpi; mpich
 #                                      installs MPICH beside it, builds ./build-mpich and runs
 #                                      every test but the long accuracy runs)
@@ -13,7 +16,7 @@
 #                                      without -R/-L, the multi-rank and engine tests (docs/TESTING.md)
 #                 --sanitize[=LIST]    instead of ./build, the sanitizer trees (installs clang and
 #                                      libclang-rt-14-dev): ./build-asan (ASan+UBSan: every test but
-#                                      the accuracy runs, plus the leak canary),
+#                                      the accuracy and low-bandwidth runs, plus the leak canary),
 #                                      ./build-tsan (TSan: engine, fusion, engine failure, overlap
 #                                      smoke) and ./build-fuzz (libFuzzer targets of tests/fuzz, each
 #                                      FUZZ_SECONDS); LIST picks some of address,thread,fuzzer
@@ -39,18 +42,21 @@
 # Environment: BUILD_DIR (default ./build), BUILD_DIR_MPICH (--mpi mpich, default ./build-mpich),
 # BUILD_DIR_ASAN, BUILD_DIR_TSAN, BUILD_DIR_FUZZ (--sanitize, default ./build-asan, ./build-tsan,
 # ./build-fuzz), JOBS (default: number of cores), NP (demo ranks, 4), STRESS_LOAD (--stress
-# workers, default: the number of cores), FUZZ_SECONDS (--sanitize: each fuzz target's run, 30);
+# workers, default: the number of cores), FUZZ_SECONDS (--sanitize: each fuzz target's run, 30),
+# TEST_JOBS (tests at once, default 1; Note "Tests one at a time"), GRADWIRE_STAGE_TIMES (a file
+# each phase's name, seconds and exit status are appended to: .ci/run's table);
 # gpu-check's own (BUILD_DIR_GPU, GPU_DEPS_DIR, GPU_CHECK_*, ...): tools/gpu_check.sh --help.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 BUILD_DIR=${BUILD_DIR:-$ROOT/build}
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$ROOT}  # Note "One compiler cache"
 JOBS=${JOBS:-$(nproc)}
 NP=${NP:-4}
 
 PACKAGES=(build-essential cmake pkg-config openmpi-bin libopenmpi-dev libopenblas-dev zlib1g-dev
           libcli11-dev nlohmann-json3-dev googletest libgtest-dev libgmock-dev libbenchmark-dev
-          dataset-fashion-mnist iproute2 python3 gnuplot-nox)
+          dataset-fashion-mnist iproute2 python3 gnuplot-nox ccache)
 # MPICH beside Open MPI (./gradwire.sh test --mpi mpich); Open MPI stays the system's default MPI.
 MPICH_PACKAGES=(mpich libmpich-dev)
 # The sanitizer trees (./gradwire.sh test --sanitize): g++'s ASan, UBSan and TSan runtimes come with
@@ -58,6 +64,38 @@ MPICH_PACKAGES=(mpich libmpich-dev)
 SANITIZE_PACKAGES=(clang libclang-rt-14-dev)
 
 log() { printf '\033[1m[gradwire]\033[0m %s\n' "$*"; }
+
+# phase NAME COMMAND...: runs COMMAND, notes how long it took (PHASES, and the file
+# GRADWIRE_STAGE_TIMES names, for .ci/run's table) and returns its status.
+PHASES=()
+PHASE_FILE=""  # the phases as tools/phase_times.py reads them, made by the first phase
+trap 'stop_stress; [ -z "$PHASE_FILE" ] || rm -f "$PHASE_FILE"' EXIT
+phase() {
+  local name=$1 start=$SECONDS rc=0
+  shift
+  [ -n "$PHASE_FILE" ] || PHASE_FILE=$(mktemp)
+  "$@" || rc=$?
+  PHASES+=("$name"$'\t'"$((SECONDS - start))"$'\t'"$rc")
+  printf '%s\t%s\t%s\n' "$name" "$((SECONDS - start))" "$rc" >> "$PHASE_FILE"
+  [ -z "${GRADWIRE_STAGE_TIMES:-}" ] ||
+    printf '%s\t%s\t%s\n' "$name" "$((SECONDS - start))" "$rc" >> "$GRADWIRE_STAGE_TIMES"
+  return "$rc"
+}
+print_phases() {
+  local row name secs rc total=0
+  printf '%-28s %8s\n' "phase" "seconds"
+  for row in "${PHASES[@]}"; do
+    IFS=$'\t' read -r name secs rc <<<"$row"
+    printf '%-28s %8s%s\n' "$name" "$secs" "$([ "$rc" = 0 ] || echo "  (exit $rc)")"
+    total=$((total + secs))
+  done
+  printf '%-28s %8s\n' "total" "$total"
+}
+
+# Whether the CUDA driver finds a usable GPU here (tools/gpu_probe.py; Note "gpu-check needs a GPU").
+gpu_usable() {
+  command -v python3 >/dev/null 2>&1 && timeout 120 python3 "$ROOT/tools/gpu_probe.py" >/dev/null 2>&1
+}
 
 mpi_env() {
   # Several ranks per core need one BLAS thread each. The MPI launcher's own flags and variables
@@ -83,21 +121,59 @@ cmd_setup() {
     "${missing[@]}"
 }
 
+# Note "One compiler cache"
+# Every tree compiles through ccache where it is installed (setup installs it), with the checkout as
+# its base directory: the MPICH tree then takes every object that does not include mpi.h from the
+# Open MPI tree's compile of the same file, and a rebuilt tree, or a second clone, from the last.
+# GRADWIRE_CCACHE=0 compiles without it.
+cache_flags() {
+  [ "${GRADWIRE_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null 2>&1 || return 0
+  printf '%s\n' -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+    -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache
+}
+cmd_configure() {
+  log "configure: $BUILD_DIR"
+  local cache=()
+  mapfile -t cache < <(cache_flags)
+  cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release "${cache[@]}" "$@"
+}
+# compile [TARGET...]: everything, or the targets named.
+compile() {
+  log "build: $BUILD_DIR ($JOBS jobs${1:+: $*})"
+  local targets=()
+  [ $# -eq 0 ] || targets=(--target "$@")
+  cmake --build "$BUILD_DIR" -j "$JOBS" "${targets[@]}"
+}
 cmd_build() {
-  log "build: $BUILD_DIR ($JOBS jobs)"
-  cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release "$@"
-  cmake --build "$BUILD_DIR" -j "$JOBS"
+  cmd_configure "$@"
+  compile
 }
 
+# Note "The demo builds what it runs"
+# The demo trains on the CPU, so it builds gradwire_train and what it links, not the tests, the
+# benchmarks or, where no GPU is usable, the CUDA kernels (two architectures of them, most of the
+# build's time on two cores). A tree configured before keeps its CUDA setting; ./gradwire.sh test
+# turns CUDA on where nvcc is, so a test run after the demo compiles the kernels then.
 cmd_demo() {
-  cmd_setup
-  cmd_build
+  local cuda=()
+  phase install cmd_setup
+  if [ ! -f "$BUILD_DIR/CMakeCache.txt" ] && ! gpu_usable; then
+    cuda=(-DGRADWIRE_ENABLE_CUDA=OFF)
+  fi
+  phase configure cmd_configure "${cuda[@]}"
+  phase "build gradwire_train" compile gradwire_train
   mpi_env
   mkdir -p "$BUILD_DIR/demo"
   log "demo: gradwire_train, MLP on Fashion-MNIST, $NP ranks (report: $BUILD_DIR/demo/report.json)"
-  "$MPIEXEC" -n "$NP" "$BUILD_DIR/bin/gradwire_train" \
+  local rc=0
+  phase train "$MPIEXEC" -n "$NP" "$BUILD_DIR/bin/gradwire_train" \
     --model mlp --epochs 3 --batch-size 32 --lr 0.05 --momentum 0.9 \
-    --report "$BUILD_DIR/demo/report.json" "$@"
+    --report "$BUILD_DIR/demo/report.json" "$@" || rc=$?
+  print_phases
+  python3 "$ROOT/tools/phase_times.py" demo "$PHASE_FILE" "$BUILD_DIR/demo/phases.json" \
+    --command "./gradwire.sh demo" || true
+  log "demo: phase times in $BUILD_DIR/demo/phases.json"
+  return "$rc"
 }
 
 # --stress: STRESS_LOAD worker processes (default one per core) beside the tests. Each is busy
@@ -121,7 +197,6 @@ stop_stress() {
 start_stress() {
   local n=${STRESS_LOAD:-$(nproc)}
   case "$n" in ''|*[!0-9]*) die "STRESS_LOAD='$n' is not a whole number of processes" ;; esac
-  trap stop_stress EXIT
   trap 'stop_stress; exit 130' INT TERM
   for ((i = 0; i < n; i++)); do
     stress_worker $$ &
@@ -138,25 +213,52 @@ die() { printf '\033[1m[gradwire]\033[0m error: %s\n' "$*" >&2; exit 2; }
 sanitize_tree() {
   local kind=$1; shift
   local dir target="" select=() config=(-DCMAKE_BUILD_TYPE=Debug -DGRADWIRE_SANITIZE="$kind")
+  local name=${kind/address/asan}
+  name=${name/thread/tsan}
+  name=${name/fuzzer/fuzz}
   case "$kind" in
     address)
       dir=${BUILD_DIR_ASAN:-$ROOT/build-asan}
-      # Every test but the accuracy runs, which take minutes each even uninstrumented; their
-      # strategies run in the shorter multi-rank and trainer tests too (docs/TESTING.md).
-      select=(-LE accuracy) ;;
+      # Every test but the accuracy runs (both lengths: their strategies run in the shorter
+      # multi-rank and trainer tests too) and the low-bandwidth harness's (the namespaces, links
+      # and rates it checks are not gradwire's memory; the trainer it runs is the one the
+      # multi-rank tests run): docs/TESTING.md.
+      select=(-LE 'accuracy|lowband') ;;
     thread)
       dir=${BUILD_DIR_TSAN:-$ROOT/build-tsan}; target=gw_sanitizer_tests; select=(-L tsan) ;;
     fuzzer)
-      # -V: each target's few lines (its execution count) show when it passes too.
-      dir=${BUILD_DIR_FUZZ:-$ROOT/build-fuzz}; target=gw_sanitizer_tests; select=(-L fuzz -V)
+      # -V: each target's few lines (its execution count) show when it passes too. Each target
+      # is one single-threaded process that runs FUZZ_SECONDS: two at a time on two cores.
+      dir=${BUILD_DIR_FUZZ:-$ROOT/build-fuzz}; target=gw_sanitizer_tests
+      select=(-L fuzz -V -j "${TEST_JOBS:-$JOBS}")
       config+=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
                -DGRADWIRE_FUZZ_SECONDS="${FUZZ_SECONDS:-30}") ;;
   esac
   log "sanitize $kind: $dir ($JOBS jobs)"
-  cmake -S "$ROOT" -B "$dir" "${config[@]}" || return 1
-  cmake --build "$dir" -j "$JOBS" ${target:+--target "$target"} || return 1
+  local BUILD_DIR=$dir
+  phase "build $name" sanitize_build "$dir" "$target" "${config[@]}" || return 1
   mpi_env
-  (cd "$dir" && ctest --output-on-failure -j 1 "${select[@]}" "$@")
+  phase "test $name" run_ctest "$dir" "${select[@]}" "$@"
+}
+sanitize_build() {  # sanitize_build DIR TARGET CONFIG...
+  local dir=$1 target=$2 cache=()
+  shift 2
+  mapfile -t cache < <(cache_flags)
+  cmake -S "$ROOT" -B "$dir" "${cache[@]}" "$@" &&
+    cmake --build "$dir" -j "$JOBS" ${target:+--target "$target"}
+}
+
+# Note "Tests one at a time"
+# CTest runs the suites one test at a time (TEST_JOBS, default 1; a later -j on the command line
+# wins). Open MPI's ranks poll while they wait, so a multi-rank test takes both cores of a 2-core
+# machine by itself, and several tests time their ranks' reactions; the tests that could share the
+# machine, the single-process ones, add up to about 31 s of the Open MPI suite (119 s under ASan,
+# 84 of them the Thrust test's two OpenMP threads), so pairing them would save seconds for a
+# chance of flakes. The fuzz targets, single-threaded and of fixed length, run two at a time.
+run_ctest() {  # run_ctest DIR CTEST-ARGS...
+  local dir=$1
+  shift
+  (cd "$dir" && ctest --output-on-failure -j "${TEST_JOBS:-1}" "$@")
 }
 
 cmd_sanitize() {
@@ -168,7 +270,7 @@ cmd_sanitize() {
       *) die "--sanitize '$kind' is not known; accepted: address, thread, fuzzer (comma-separated)" ;;
     esac
   done
-  cmd_setup "${SANITIZE_PACKAGES[@]}"
+  phase "install sanitizers" cmd_setup "${SANITIZE_PACKAGES[@]}"
   for kind in ${kinds//,/ }; do
     start=$SECONDS
     if sanitize_tree "$kind" "$@"; then
@@ -216,14 +318,21 @@ cmd_test() {
     # A second tree against MPICH, beside the Open MPI one (the CUDA kernels do not depend on the
     # MPI, so this tree leaves them out).
     BUILD_DIR=${BUILD_DIR_MPICH:-$ROOT/build-mpich}
-    cmd_setup "${MPICH_PACKAGES[@]}"
-    cmd_build -DMPI_C_COMPILER=mpicc.mpich -DMPI_CXX_COMPILER=mpicxx.mpich \
+    phase "install mpich" cmd_setup "${MPICH_PACKAGES[@]}"
+    phase "build mpich" cmd_build -DMPI_C_COMPILER=mpicc.mpich -DMPI_CXX_COMPILER=mpicxx.mpich \
       -DMPIEXEC_EXECUTABLE="$(command -v mpiexec.mpich)" -DGRADWIRE_ENABLE_CUDA=OFF
-    # Every test but the long accuracy runs, unless the command line selects.
+    # Every test but the accuracy runs, unless the command line selects.
     [ "$selected" = 1 ] || args+=(-LE accuracy)
   else
-    cmd_setup
-    cmd_build
+    phase install cmd_setup
+    # The CUDA kernels compile wherever nvcc is (Note "The demo builds what it runs"); where no
+    # GPU can run them, for one architecture only: the compile is the check there.
+    local cuda=(-DGRADWIRE_ENABLE_CUDA=ON)
+    gpu_usable || cuda+=(-DCMAKE_CUDA_ARCHITECTURES=90)
+    phase "build $mpi" cmd_build "${cuda[@]}"
+    # Every test but the long accuracy runs (Note [Accuracy at two lengths]), unless the command
+    # line selects.
+    [ "$selected" = 1 ] || args+=(-LE '^accuracy$')
   fi
   mpi_env
   if [ "$stress" = 1 ]; then
@@ -231,9 +340,8 @@ cmd_test() {
     start_stress
   fi
   log "test: ctest in $BUILD_DIR ($mpi)"
-  # Multi-rank tests oversubscribe the cores on their own: run one test at a time.
   local rc=0
-  (cd "$BUILD_DIR" && ctest --output-on-failure -j 1 "${args[@]}") || rc=$?
+  phase "test $mpi" run_ctest "$BUILD_DIR" "${args[@]}" || rc=$?
   stop_stress
   return "$rc"
 }

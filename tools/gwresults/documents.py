@@ -11,8 +11,9 @@ from .accuracy import Accuracy
 from .benches import render_benches
 from .gpu import render_gpu
 from .inputs import (AUTO_ACCURACY, FROM_REPORTS, GENERATED, LOWBAND, LOWBAND_RUNS, README,
-                     REPORTS, RESULTS, STRATEGIES, STRATEGIES_DOC, InputError, load)
+                     REPORTS, RESULTS, STRATEGIES, STRATEGIES_DOC, TIMINGS, InputError, load)
 from .lowband import render_lowband
+from .timings import readme_lines, render_timings
 
 
 def render_results(acc_, manifest):
@@ -25,11 +26,13 @@ def render_results(acc_, manifest):
            "- [Accuracy against traffic](#accuracy-against-traffic)",
            "- [Benchmarks](#benchmarks): [allreduce](#allreduce), [compression](#compression), "
            "[fusion](#fusion), [overlap](#overlap)",
-           "- [Low-bandwidth runs](#low-bandwidth-runs)", "- [GPU](#gpu)", ""]
+           "- [Low-bandwidth runs](#low-bandwidth-runs)", "- [GPU](#gpu)",
+           "- [Time to a first result, and CI](#time-to-a-first-result-and-ci)", ""]
     out += acc_.render(manifest) + [""]
     out += render_benches(manifest) + [""]
     out += render_lowband(manifest) + [""]
-    out += render_gpu()
+    out += render_gpu() + [""]
+    out += render_timings()
     return "\n".join(out) + "\n"
 
 
@@ -72,8 +75,8 @@ def outputs():
     a = Accuracy(spec)
     files = {RESULTS: render_results(a, manifest)}
     with open(os.path.join(inputs.ROOT, README)) as f:
-        files[README] = splice(f.read(), "strategies-table", a.readme_table(), README,
-                               FROM_REPORTS)
+        text = splice(f.read(), "strategies-table", a.readme_table(), README, FROM_REPORTS)
+        files[README] = splice(text, "quickstart-times", readme_lines(), README, TIMINGS)
     with open(os.path.join(inputs.ROOT, STRATEGIES_DOC)) as f:
         files[STRATEGIES_DOC] = splice(f.read(), "strategy-settings", a.settings_block(),
                                        STRATEGIES_DOC, STRATEGIES)

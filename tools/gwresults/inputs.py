@@ -11,6 +11,7 @@ REPORTS = "results/reports"
 LOWBAND = "results/lowband/report.json"
 LOWBAND_RUNS = "results/lowband/runs"  # further harness reports, one folder each
 GPU_REPORTS = "results/gpu"
+TIMINGS = "results/timings"  # demo's phases and CI's stages (tools/phase_times.py)
 RESULTS = "docs/RESULTS.md"
 README = "README.md"
 STRATEGIES_DOC = "docs/STRATEGIES.md"

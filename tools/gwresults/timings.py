@@ -1,0 +1,90 @@
+"""How long a new user's commands take: the demo's phases and CI's stages, from the timing
+reports in results/timings/ (tools/phase_times.py writes them; ./gradwire.sh demo and .ci/run
+with GRADWIRE_STAGE_REPORT make them)."""
+import json
+import os
+
+from . import inputs
+from .fmt import table
+from .inputs import TIMINGS
+
+
+def timing_reports():
+    """Every timing report, oldest first: (path, report)."""
+    folder = os.path.join(inputs.ROOT, TIMINGS)
+    names = sorted(n for n in os.listdir(folder) if n.endswith(".json")) if os.path.isdir(
+        folder) else []
+    out = []
+    for n in names:
+        with open(os.path.join(folder, n)) as f:
+            out.append((f"{TIMINGS}/{n}", json.load(f)))
+    return sorted(out, key=lambda x: (x[1]["date"], x[0]))
+
+
+def minutes(seconds):
+    return f"{seconds / 60:.1f} min"
+
+
+def seconds_of(report, prefix):
+    """The seconds of the phases whose names start with prefix."""
+    return sum(p["seconds"] for p in report["phases"] if p["name"].startswith(prefix))
+
+
+def run_label(rel, r):
+    return f"{r['date']}, `{r['commit'][:7]}`"
+
+
+def render_kind(kind, reports):
+    """One table: a row per phase, a column per run of this kind."""
+    runs = [(rel, r) for rel, r in reports if r["kind"] == kind]
+    if not runs:
+        return [f"No {kind} timing yet."]
+    names = []
+    for _, r in runs:
+        names += [p["name"] for p in r["phases"] if p["name"] not in names]
+    rows = []
+    for name in names + ["total"]:
+        row = [name if name == "total" else f"`{name}`"]
+        for _, r in runs:
+            found = [p for p in r["phases"] if p["name"] == name]
+            secs = r["total_seconds"] if name == "total" else (found[0]["seconds"] if found
+                                                                   else None)
+            row.append("-" if secs is None else
+                       f"{secs} s" + ("" if not found or found[0]["exit"] == 0 else " (failed)"))
+        rows.append(row)
+    out = table(["phase (seconds)"] + [run_label(rel, r) for rel, r in runs], rows)
+    notes = [f"- {run_label(rel, r)}: `{rel}`, {r['cores']} cores, "
+             f"{'packages installed beforehand' if r['packages_installed_before'] else 'packages installed by the command'}; "
+             f"`{r['command']}`" + (f"; {r['note']}" if r.get("note") else "") for rel, r in runs]
+    return out + [""] + notes
+
+
+def render_timings():
+    reports = timing_reports()
+    out = ["## Time to a first result, and CI", "",
+           "Wall time of each phase of `./gradwire.sh demo` and of each stage of `.ci/run`, from "
+           f"a clean clone, one column per timed run (`{TIMINGS}/`, made by "
+           "`tools/phase_times.py` from the commands' own phase records).", "",
+           "### `./gradwire.sh demo`", ""]
+    out += render_kind("demo", reports) + ["", "### `.ci/run`", ""]
+    out += render_kind("ci", reports)
+    return out
+
+
+def readme_lines():
+    """The quick start's sentence on how long each command takes."""
+    reports = timing_reports()
+    demo = [r for _, r in reports if r["kind"] == "demo"]
+    ci = [r for _, r in reports if r["kind"] == "ci"]
+    if not demo or not ci:
+        return ["How long each command takes: not measured yet."]
+    d, c = demo[-1], ci[-1]
+    build_run = d["total_seconds"] - seconds_of(d, "install")
+    test = seconds_of(c, "install") + seconds_of(c, "build openmpi") + seconds_of(c, "test openmpi")
+    return [f"On a {d['cores']}-core machine from a clean clone, `demo` took "
+            f"{minutes(d['total_seconds'])} ({minutes(build_run)} to build and train, "
+            f"{'its packages already installed' if d['packages_installed_before'] else 'the rest installing packages'}; "
+            f"commit `{d['commit'][:7]}`), `test` {minutes(test)}, and CI (`.ci/run`: `test`, "
+            f"then MPICH and the sanitizers) {minutes(c['total_seconds'])} (commit "
+            f"`{c['commit'][:7]}`; every phase in "
+            "[RESULTS.md](docs/RESULTS.md#time-to-a-first-result-and-ci))."]

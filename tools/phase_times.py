@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""Writes a run's phase times (a tab-separated file of name, seconds, exit status, one a line, as
+gradwire.sh's phase() appends them) as a timing report for results/timings/ (docs/RESULTS.md,
+"Time to a first result, and CI", renders them; tools/gwresults/timings.py).
+
+  tools/phase_times.py KIND TSV OUT [--command TEXT] [--note TEXT]
+
+KIND is demo or ci. The report names the commit the checkout holds, the date, the cores, and
+whether the packages were already installed (an install phase of under 5 s). Python 3 standard
+library only.
+"""
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+
+
+def commit(root):
+    try:
+        out = subprocess.run(["git", "-C", root, "rev-parse", "HEAD"], capture_output=True,
+                             text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", root, "status", "--porcelain",
+                                "--untracked-files=no"], capture_output=True, text=True).stdout
+        return out + ("+uncommitted changes" if dirty.strip() else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("kind", choices=("demo", "ci"))
+    ap.add_argument("tsv")
+    ap.add_argument("out")
+    ap.add_argument("--command", default="")
+    ap.add_argument("--note", default="")
+    args = ap.parse_args()
+    phases = []
+    with open(args.tsv) as f:
+        for line in f:
+            name, seconds, rc = line.rstrip("\n").split("\t")
+            phases.append({"name": name, "seconds": int(seconds), "exit": int(rc)})
+    installs = [p["seconds"] for p in phases if p["name"].startswith("install")]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    report = {"kind": args.kind, "commit": commit(root),
+              "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+              "cores": os.cpu_count(), "command": args.command, "note": args.note,
+              "packages_installed_before": bool(installs) and max(installs) < 5,
+              "phases": phases, "total_seconds": sum(p["seconds"] for p in phases)}
+    with open(args.out, "w") as f:
+        json.dump(report, f, indent=1)
+        f.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
