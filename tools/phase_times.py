@@ -38,9 +38,13 @@ def main():
     args = ap.parse_args()
     phases = []
     with open(args.tsv) as f:
-        for line in f:
-            name, seconds, rc = line.rstrip("\n").split("\t")
-            phases.append({"name": name, "seconds": int(seconds), "exit": int(rc)})
+        for number, line in enumerate(f, 1):
+            fields = line.rstrip("\n").split("\t")
+            if len(fields) != 3 or not fields[0] or not all(
+                    x.lstrip("-").isdigit() for x in fields[1:]):
+                sys.exit(f"phase_times: {args.tsv}:{number}: expected NAME<tab>SECONDS<tab>STATUS "
+                         f"(whole numbers), got {line.rstrip(chr(10))!r}")
+            phases.append({"name": fields[0], "seconds": int(fields[1]), "exit": int(fields[2])})
     installs = [p["seconds"] for p in phases if p["name"].startswith("install")]
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     report = {"kind": args.kind, "commit": commit(root),

@@ -340,8 +340,8 @@ def cmake_variables(spec, path=PATH):
       GW_STRATEGY_BASELINE     the name the accuracy comparisons are against
       GW_ACCURACY_RANKS        the accuracy runs' world size
       GW_ACCURACY_ARGS         their gradwire_train arguments (each run adds --seed and --report)
-      GW_CI_ACCURACY_ARGS      the same with ci_accuracy_run's epochs (Note [Accuracy at two
-                               lengths])
+      GW_CI_ACCURACY_ARGS      the same with ci_accuracy_run's epochs
+                               (Note [Accuracy at two lengths])
       GW_CI_ACCURACY_SEED      the seed of every CI run
     and, for each strategy, with <name> as given (+ and all):
       GW_STRATEGY_<name>_ID          the name for test and file names, + written _plus_

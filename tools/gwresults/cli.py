@@ -14,10 +14,10 @@ import gwresults
 from . import inputs
 from .documents import broken_links, outputs
 from .inputs import (AUTO_ACCURACY, GPU_REPORTS, LOWBAND, LOWBAND_RUNS, README, REPORTS,
-                     RESULTS, STRATEGIES, STRATEGIES_DOC, InputError)
+                     RESULTS, STRATEGIES, STRATEGIES_DOC, TIMINGS, InputError)
 
-INPUTS_AND_OUTPUTS = [STRATEGIES, REPORTS, LOWBAND, LOWBAND_RUNS, GPU_REPORTS, RESULTS, README,
-                      STRATEGIES_DOC, AUTO_ACCURACY]
+INPUTS_AND_OUTPUTS = [STRATEGIES, REPORTS, LOWBAND, LOWBAND_RUNS, GPU_REPORTS, TIMINGS, RESULTS,
+                      README, STRATEGIES_DOC, AUTO_ACCURACY]
 
 
 # The folders libgradwire and the trainer are built from: nothing rendered from reports goes there,

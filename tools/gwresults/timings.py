@@ -9,6 +9,10 @@ from .fmt import table
 from .inputs import TIMINGS
 
 
+# A report's phases: name, seconds, exit (the phase's status); "stopped": true marks a phase cut off
+# before it ended (the run was stopped from outside), its seconds those until then.
+
+
 def timing_reports():
     """Every timing report, oldest first: (path, report)."""
     folder = os.path.join(inputs.ROOT, TIMINGS)
@@ -49,8 +53,15 @@ def render_kind(kind, reports):
             found = [p for p in r["phases"] if p["name"] == name]
             secs = r["total_seconds"] if name == "total" else (found[0]["seconds"] if found
                                                                    else None)
-            row.append("-" if secs is None else
-                       f"{secs} s" + ("" if not found or found[0]["exit"] == 0 else " (failed)"))
+            stopped = any(p.get("stopped") for p in r["phases"])
+            if secs is None:
+                row.append("-")
+            elif name == "total":
+                row.append(f"at least {secs} s" if stopped else f"{secs} s")
+            elif found[0].get("stopped"):
+                row.append(f"{secs} s (stopped)")
+            else:
+                row.append(f"{secs} s" + ("" if found[0]["exit"] == 0 else " (failed)"))
         rows.append(row)
     out = table(["phase (seconds)"] + [run_label(rel, r) for rel, r in runs], rows)
     notes = [f"- {run_label(rel, r)}: `{rel}`, {r['cores']} cores, "
@@ -81,10 +92,11 @@ def readme_lines():
     d, c = demo[-1], ci[-1]
     build_run = d["total_seconds"] - seconds_of(d, "install")
     test = seconds_of(c, "install") + seconds_of(c, "build openmpi") + seconds_of(c, "test openmpi")
+    at_least = "at least " if any(p.get("stopped") for p in c["phases"]) else ""
     return [f"On a {d['cores']}-core machine from a clean clone, `demo` took "
             f"{minutes(d['total_seconds'])} ({minutes(build_run)} to build and train, "
             f"{'its packages already installed' if d['packages_installed_before'] else 'the rest installing packages'}; "
             f"commit `{d['commit'][:7]}`), `test` {minutes(test)}, and CI (`.ci/run`: `test`, "
-            f"then MPICH and the sanitizers) {minutes(c['total_seconds'])} (commit "
+            f"then MPICH and the sanitizers) {at_least}{minutes(c['total_seconds'])} (commit "
             f"`{c['commit'][:7]}`; every phase in "
             "[RESULTS.md](docs/RESULTS.md#time-to-a-first-result-and-ci))."]
