@@ -43,7 +43,8 @@
 # BUILD_DIR_ASAN, BUILD_DIR_TSAN, BUILD_DIR_FUZZ (--sanitize, default ./build-asan, ./build-tsan,
 # ./build-fuzz), JOBS (default: number of cores), NP (demo ranks, 4), STRESS_LOAD (--stress
 # workers, default: the number of cores), FUZZ_SECONDS (--sanitize: each fuzz target's run, 30),
-# TEST_JOBS (tests at once, default 1; Note "Tests one at a time"), GRADWIRE_STAGE_TIMES (a file
+# TEST_JOBS (tests at once, default 1; Note "Tests one at a time"), USE_CCACHE (0: compile without
+# ccache; Note "One compiler cache"), STAGE_TIMES (a file
 # each phase's name, seconds and exit status are appended to: .ci/run's table);
 # gpu-check's own (BUILD_DIR_GPU, GPU_DEPS_DIR, GPU_CHECK_*, ...): tools/gpu_check.sh --help.
 set -euo pipefail
@@ -66,7 +67,7 @@ SANITIZE_PACKAGES=(clang libclang-rt-14-dev)
 log() { printf '\033[1m[gradwire]\033[0m %s\n' "$*"; }
 
 # phase NAME COMMAND...: runs COMMAND, notes how long it took (PHASES, and the file
-# GRADWIRE_STAGE_TIMES names, for .ci/run's table) and returns its status.
+# STAGE_TIMES names, for .ci/run's table) and returns its status.
 PHASES=()
 PHASE_FILE=""  # the phases as tools/phase_times.py reads them, made by the first phase
 trap 'stop_stress; [ -z "$PHASE_FILE" ] || rm -f "$PHASE_FILE"' EXIT
@@ -77,8 +78,8 @@ phase() {
   "$@" || rc=$?
   PHASES+=("$name"$'\t'"$((SECONDS - start))"$'\t'"$rc")
   printf '%s\t%s\t%s\n' "$name" "$((SECONDS - start))" "$rc" >> "$PHASE_FILE"
-  [ -z "${GRADWIRE_STAGE_TIMES:-}" ] ||
-    printf '%s\t%s\t%s\n' "$name" "$((SECONDS - start))" "$rc" >> "$GRADWIRE_STAGE_TIMES"
+  [ -z "${STAGE_TIMES:-}" ] ||
+    printf '%s\t%s\t%s\n' "$name" "$((SECONDS - start))" "$rc" >> "$STAGE_TIMES"
   return "$rc"
 }
 print_phases() {
@@ -127,9 +128,9 @@ cmd_setup() {
 # every object that does not include mpi.h from the Open MPI tree's compile of the same file, and a
 # rebuilt tree, or a second clone, from the last. The sanitizer trees do not: each has flags of its
 # own, so in a clean clone every file would miss, and a miss costs a preprocessor run besides the
-# compile. GRADWIRE_CCACHE=0 compiles without it.
+# compile. USE_CCACHE=0 compiles without it.
 cache_flags() {
-  [ "${GRADWIRE_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null 2>&1 || return 0
+  [ "${USE_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null 2>&1 || return 0
   printf '%s\n' -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
 }
 cmd_configure() {

@@ -1,6 +1,6 @@
 """How long a new user's commands take: the demo's phases and CI's stages, from the timing
 reports in results/timings/ (tools/phase_times.py writes them; ./gradwire.sh demo and .ci/run
-with GRADWIRE_STAGE_REPORT make them)."""
+with STAGE_REPORT make them)."""
 import json
 import os
 
