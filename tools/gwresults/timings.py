@@ -14,7 +14,7 @@ from .inputs import TIMINGS
 
 
 def timing_reports():
-    """Every timing report, oldest first: (path, report)."""
+    """Every timing report, oldest first (by file name): (path, report)."""
     folder = os.path.join(inputs.ROOT, TIMINGS)
     names = sorted(n for n in os.listdir(folder) if n.endswith(".json")) if os.path.isdir(
         folder) else []
@@ -22,7 +22,7 @@ def timing_reports():
     for n in names:
         with open(os.path.join(folder, n)) as f:
             out.append((f"{TIMINGS}/{n}", json.load(f)))
-    return sorted(out, key=lambda x: (x[1]["date"], x[0]))
+    return sorted(out)  # by name: <date>T<hh-mm>_<kind>_<commit>.json, the time the run started
 
 
 def minutes(seconds):
