@@ -1,6 +1,4 @@
 """./gradwire.sh gpu-check's reports: one section per run."""
-import json
-import os
 
 from . import inputs
 from .fmt import ratio, table, verdict
@@ -8,14 +6,7 @@ from .inputs import GPU_REPORTS
 
 
 def gpu_reports():
-    folder = os.path.join(inputs.ROOT, GPU_REPORTS)
-    names = sorted(n for n in os.listdir(folder) if n.endswith(".json")) if os.path.isdir(
-        folder) else []
-    out = []
-    for n in names:
-        with open(os.path.join(folder, n)) as f:
-            out.append((f"{GPU_REPORTS}/{n}", json.load(f)))
-    return out
+    return inputs.json_files(GPU_REPORTS)
 
 
 def render_gpu():

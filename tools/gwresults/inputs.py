@@ -33,6 +33,18 @@ def load(rel):
         return json.load(f)
 
 
+def json_files(rel):
+    """Every .json file of the folder rel (none if it does not exist), by name: (path, doc)."""
+    folder = os.path.join(ROOT, rel)
+    names = sorted(n for n in os.listdir(folder) if n.endswith(".json")) if os.path.isdir(
+        folder) else []
+    out = []
+    for n in names:
+        with open(os.path.join(folder, n)) as f:
+            out.append((f"{rel}/{n}", json.load(f)))
+    return out
+
+
 def pointer(doc, ptr):
     """RFC 6901 JSON pointer."""
     for part in ptr.lstrip("/").split("/"):

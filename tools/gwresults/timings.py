@@ -1,9 +1,6 @@
 """How long a new user's commands take: the demo's phases and CI's stages, from the timing
 reports in results/timings/ (tools/phase_times.py writes them; ./gradwire.sh demo and .ci/run
 with STAGE_REPORT make them)."""
-import json
-import os
-
 from . import inputs
 from .fmt import table
 from .inputs import TIMINGS
@@ -14,15 +11,9 @@ from .inputs import TIMINGS
 
 
 def timing_reports():
-    """Every timing report, oldest first (by file name): (path, report)."""
-    folder = os.path.join(inputs.ROOT, TIMINGS)
-    names = sorted(n for n in os.listdir(folder) if n.endswith(".json")) if os.path.isdir(
-        folder) else []
-    out = []
-    for n in names:
-        with open(os.path.join(folder, n)) as f:
-            out.append((f"{TIMINGS}/{n}", json.load(f)))
-    return sorted(out)  # by name: <date>T<hh-mm>_<kind>_<commit>.json, the time the run started
+    """Every timing report, oldest first: (path, report). The files are named
+    <date>T<hh-mm>_<kind>_<commit>.json by the time their run started, so by name is by time."""
+    return inputs.json_files(TIMINGS)
 
 
 def minutes(seconds):
