@@ -1,6 +1,7 @@
 """How long a new user's commands take: the demo's phases and CI's stages, from the timing
 reports in results/timings/ (tools/phase_times.py writes them; ./gradwire.sh demo and .ci/run
 with STAGE_REPORT make them)."""
+
 from . import inputs
 from .fmt import table
 from .inputs import TIMINGS
