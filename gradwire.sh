@@ -66,31 +66,19 @@ SANITIZE_PACKAGES=(clang libclang-rt-14-dev)
 
 log() { printf '\033[1m[gradwire]\033[0m %s\n' "$*"; }
 
-# phase NAME COMMAND...: runs COMMAND, notes how long it took (PHASES, and the file
-# STAGE_TIMES names, for .ci/run's table) and returns its status.
-PHASES=()
-PHASE_FILE=""  # the phases as tools/phase_times.py reads them, made by the first phase
+# phase NAME COMMAND...: runs COMMAND, notes how long it took (in PHASE_FILE, and in the file
+# STAGE_TIMES names, for .ci/run's table) and returns its status. tools/phase_times.py prints them.
+PHASE_FILE=""  # made by the first phase
 trap 'stop_stress; [ -z "$PHASE_FILE" ] || rm -f "$PHASE_FILE"' EXIT
 phase() {
-  local name=$1 start=$SECONDS rc=0
+  local name=$1 start=$SECONDS rc=0 file
   shift
   [ -n "$PHASE_FILE" ] || PHASE_FILE=$(mktemp)
   "$@" || rc=$?
-  PHASES+=("$name"$'\t'"$((SECONDS - start))"$'\t'"$rc")
-  printf '%s\t%s\t%s\n' "$name" "$((SECONDS - start))" "$rc" >> "$PHASE_FILE"
-  [ -z "${STAGE_TIMES:-}" ] ||
-    printf '%s\t%s\t%s\n' "$name" "$((SECONDS - start))" "$rc" >> "$STAGE_TIMES"
-  return "$rc"
-}
-print_phases() {
-  local row name secs rc total=0
-  printf '%-28s %8s\n' "phase" "seconds"
-  for row in "${PHASES[@]}"; do
-    IFS=$'\t' read -r name secs rc <<<"$row"
-    printf '%-28s %8s%s\n' "$name" "$secs" "$([ "$rc" = 0 ] || echo "  (exit $rc)")"
-    total=$((total + secs))
+  for file in "$PHASE_FILE" ${STAGE_TIMES:+"$STAGE_TIMES"}; do
+    printf '%s\t%s\t%s\n' "$name" "$((SECONDS - start))" "$rc" >> "$file"
   done
-  printf '%-28s %8s\n' "total" "$total"
+  return "$rc"
 }
 
 # Whether the CUDA driver finds a usable GPU here (tools/gpu_probe.py; Note "gpu-check needs a GPU").
@@ -171,7 +159,6 @@ cmd_demo() {
   phase train "$MPIEXEC" -n "$NP" "$BUILD_DIR/bin/gradwire_train" \
     --model mlp --epochs 3 --batch-size 32 --lr 0.05 --momentum 0.9 \
     --report "$BUILD_DIR/demo/report.json" "$@" || rc=$?
-  print_phases
   python3 "$ROOT/tools/phase_times.py" demo "$PHASE_FILE" "$BUILD_DIR/demo/phases.json" \
     --command "./gradwire.sh demo" || true
   log "demo: phase times in $BUILD_DIR/demo/phases.json"
@@ -252,9 +239,8 @@ sanitize_build() {  # sanitize_build DIR TARGET CONFIG...
 # CTest runs the suites one test at a time (TEST_JOBS, default 1; a later -j on the command line
 # wins). Open MPI's ranks poll while they wait, so a multi-rank test takes both cores of a 2-core
 # machine by itself, and several tests time their ranks' reactions; the tests that could share the
-# machine, the single-process ones, add up to about 31 s of the Open MPI suite (119 s under ASan,
-# 84 of them the Thrust test's two OpenMP threads), so pairing them would save seconds for a
-# chance of flakes. The fuzz targets, single-threaded and of fixed length, run two at a time.
+# machine, the single-process ones, are a small part of each suite (the longest of them keeps two
+# OpenMP threads busy), so pairing them would save seconds for a chance of flakes. The fuzz targets, single-threaded and of fixed length, run two at a time.
 run_ctest() {  # run_ctest DIR CTEST-ARGS...
   local dir=$1
   shift

@@ -3,9 +3,10 @@
 gradwire.sh's phase() appends them) as a timing report for results/timings/ (docs/RESULTS.md,
 "Time to a first result, and CI", renders them; tools/gwresults/timings.py).
 
-  tools/phase_times.py KIND TSV OUT [--command TEXT] [--note TEXT]
+  tools/phase_times.py KIND TSV [OUT] [--command TEXT] [--note TEXT]
 
-KIND is demo or ci. The report names the commit the checkout holds, the date, the cores, and
+prints the phases as a table (the demo's, and CI's at its end) and, given OUT, writes the report
+there. KIND is demo or ci. The report names the commit the checkout holds, the date, the cores, and
 whether the packages were already installed (an install phase of under 5 s). Python 3 standard
 library only.
 """
@@ -32,7 +33,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("kind", choices=("demo", "ci"))
     ap.add_argument("tsv")
-    ap.add_argument("out")
+    ap.add_argument("out", nargs="?")
     ap.add_argument("--command", default="")
     ap.add_argument("--note", default="")
     args = ap.parse_args()
@@ -52,10 +53,21 @@ def main():
               "cores": os.cpu_count(), "command": args.command, "note": args.note,
               "packages_installed_before": bool(installs) and max(installs) < 5,
               "phases": phases, "total_seconds": sum(p["seconds"] for p in phases)}
-    with open(args.out, "w") as f:
-        json.dump(report, f, indent=1)
-        f.write("\n")
+    print(table(phases))
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(report, f, indent=1)
+            f.write("\n")
     return 0
+
+
+def table(phases):
+    """The phases as the commands print them: name, seconds, a failed one's status, the total."""
+    rows = [f"{'phase':<28} {'seconds':>8}"]
+    rows += [f"{p['name']:<28} {p['seconds']:>8}" + (f"  (exit {p['exit']})" if p["exit"] else "")
+             for p in phases]
+    rows.append(f"{'total':<28} {sum(p['seconds'] for p in phases):>8}")
+    return "\n".join(rows)
 
 
 if __name__ == "__main__":

@@ -47,6 +47,10 @@ class PhaseTimes(unittest.TestCase):
         self.assertEqual(got["phases"][2]["exit"], 8)
         self.assertTrue(got["packages_installed_before"])  # an install of under 5 s
         self.assertEqual(got["command"], "bash .ci/run")
+        # The table the commands print: each phase, a failed one's status, the total.
+        lines = proc.stdout.splitlines()
+        self.assertEqual(lines[3].split(), ["test", "openmpi", "600", "(exit", "8)"])
+        self.assertEqual(lines[-1].split(), ["total", "1003"])
 
     def test_a_long_install_means_the_packages_were_installed(self):
         _, got = self.run_tool("install\t90\t0\n")

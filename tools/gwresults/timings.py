@@ -26,7 +26,7 @@ def seconds_of(report, prefix):
     return sum(p["seconds"] for p in report["phases"] if p["name"].startswith(prefix))
 
 
-def run_label(rel, r):
+def run_label(r):
     return f"{r['date']}, `{r['commit'][:7]}`"
 
 
@@ -55,8 +55,8 @@ def render_kind(kind, reports):
             else:
                 row.append(f"{secs} s" + ("" if found[0]["exit"] == 0 else " (failed)"))
         rows.append(row)
-    out = table(["phase (seconds)"] + [run_label(rel, r) for rel, r in runs], rows)
-    notes = [f"- {run_label(rel, r)}: `{rel}`, {r['cores']} cores, "
+    out = table(["phase (seconds)"] + [run_label(r) for rel, r in runs], rows)
+    notes = [f"- {run_label(r)}: `{rel}`, {r['cores']} cores, "
              f"{'packages installed beforehand' if r['packages_installed_before'] else 'packages installed by the command'}; "
              f"`{r['command']}`" + (f"; {r['note']}" if r.get("note") else "") for rel, r in runs]
     return out + [""] + notes
