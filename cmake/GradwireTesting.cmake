@@ -22,14 +22,23 @@ endif()
 # every rank (the GPU communicator tests, tests/plugin); a gw_add_mpi_test that can skip sets
 # SKIP_RETURN_CODE 77 itself.
 
+# The two test mains are compiled once per tree and linked into every test binary
+# (gw_test_mains(), called by tests/CMakeLists.txt before its folders).
+function(gw_test_mains)
+  add_library(gw_gtest_main OBJECT ${PROJECT_SOURCE_DIR}/tests/common/gtest_main.cc)
+  target_link_libraries(gw_gtest_main PUBLIC GTest::gtest)
+  add_library(gw_mpi_gtest_main OBJECT ${PROJECT_SOURCE_DIR}/tests/common/mpi_gtest_main.cc)
+  target_link_libraries(gw_mpi_gtest_main PUBLIC gradwire MPI::MPI_C GTest::gtest)
+endfunction()
+
 # gw_add_gtest(<name> SOURCES <files...> [LIBS <targets...>] [ARGS <arguments...>] [TIMEOUT <s>]
 #              [LABELS <labels...>])
 # One GoogleTest executable, run (with ARGS) as one CTest test; skipped when it tested nothing
 # (See Note "Skipped is not passed").
 function(gw_add_gtest name)
   cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;LIBS;ARGS;LABELS" ${ARGN})
-  add_executable(${name} ${ARG_SOURCES} ${PROJECT_SOURCE_DIR}/tests/common/gtest_main.cc)
-  target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest)
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} gw_gtest_main)
   gw_add_gtest_run(${name} EXE ${name} ARGS ${ARG_ARGS} TIMEOUT ${ARG_TIMEOUT}
     LABELS ${ARG_LABELS})
 endfunction()
@@ -64,8 +73,8 @@ endfunction()
 # <prefix>_np<n> for each n.
 function(gw_add_mpi_gtest exe)
   cmake_parse_arguments(ARG "" "PREFIX;TIMEOUT" "SOURCES;LIBS;RANKS" ${ARGN})
-  add_executable(${exe} ${ARG_SOURCES} ${PROJECT_SOURCE_DIR}/tests/common/mpi_gtest_main.cc)
-  target_link_libraries(${exe} PRIVATE gradwire ${ARG_LIBS} MPI::MPI_C GTest::gtest)
+  add_executable(${exe} ${ARG_SOURCES})
+  target_link_libraries(${exe} PRIVATE ${ARG_LIBS} gw_mpi_gtest_main)
   foreach(np ${ARG_RANKS})
     gw_add_mpi_test(${ARG_PREFIX}_np${np} NP ${np} COMMAND $<TARGET_FILE:${exe}>
       TIMEOUT ${ARG_TIMEOUT})
