@@ -198,13 +198,8 @@ int main(int argc, char** argv) {
     gw::read_amp_settings(*config);
     if (options->device == "cuda") gw::trainer::check_device_usable();
 
-    data = gw::trainer::load_fashion_mnist(options->data.dir);
-    if (options->data.train_subset > 0) {
-      data->train = gw::trainer::take_subset(data->train, options->data.train_subset);
-    }
-    if (options->data.test_subset > 0) {
-      data->test = gw::trainer::take_subset(data->test, options->data.test_subset);
-    }
+    data = gw::trainer::load_fashion_mnist(options->data.dir, options->data.train_subset,
+                                           options->data.test_subset);
   } catch (const gw::config::ConfigError& e) {
     fail("configuration error", e, kExitUsage);
   } catch (const gw::trainer::DataError& e) {

@@ -34,10 +34,11 @@ std::string find_idx_file(const std::string& dir, const std::string& name) {
                   plain.string() + "' exists (" + kMissingDataHint + ")");
 }
 
-Dataset load_split(const std::string& dir, const std::string& prefix, const char* split) {
+Dataset load_split(const std::string& dir, const std::string& prefix, const char* split,
+                   std::size_t first) {
   const std::string images_path = find_idx_file(dir, prefix + "-images-idx3-ubyte");
   const std::string labels_path = find_idx_file(dir, prefix + "-labels-idx1-ubyte");
-  Dataset data = load_idx_dataset(images_path, labels_path);
+  Dataset data = load_idx_dataset(images_path, labels_path, first);
   if (data.rows != kFashionMnistSide || data.cols != kFashionMnistSide) {
     throw DataError(std::string("Fashion-MNIST ") + split + " images '" + images_path + "' are " +
                     std::to_string(data.rows) + " x " + std::to_string(data.cols) +
@@ -47,9 +48,18 @@ Dataset load_split(const std::string& dir, const std::string& prefix, const char
   return data;
 }
 
+void check_subset(std::size_t n, std::size_t available) {
+  if (n > available) {
+    throw std::invalid_argument("take_subset: asked for " + std::to_string(n) +
+                                " samples but the data set holds only " +
+                                std::to_string(available));
+  }
+}
+
 }  // namespace
 
-Dataset load_idx_dataset(const std::string& images_path, const std::string& labels_path) {
+Dataset load_idx_dataset(const std::string& images_path, const std::string& labels_path,
+                         std::size_t first) {
   const IdxImages images = load_idx_images(images_path);
   std::vector<std::uint8_t> labels = load_idx_labels(labels_path);
   if (images.count != labels.size()) {
@@ -57,36 +67,39 @@ Dataset load_idx_dataset(const std::string& images_path, const std::string& labe
                     std::to_string(images.count) + " images but '" + labels_path + "' holds " +
                     std::to_string(labels.size()) + " labels (they must match)");
   }
+  const std::size_t n = first > 0 ? first : labels.size();
+  check_subset(n, labels.size());
 
   Dataset data;
   data.rows = images.rows;
   data.cols = images.cols;
+  labels.resize(n);
   data.labels = std::move(labels);
-  data.images.resize(images.pixels.size());
+  // Only the samples kept are converted to floats: a run on a subset of a few thousand samples
+  // (the suite's) neither converts nor holds the rest.
+  const auto pixels = images.pixels.begin() + static_cast<std::ptrdiff_t>(n * data.features());
+  data.images.resize(n * data.features());
   const auto& scale = pixel_scale_table();
-  std::transform(images.pixels.begin(), images.pixels.end(), data.images.begin(),
+  std::transform(images.pixels.begin(), pixels, data.images.begin(),
                  [&scale](std::uint8_t v) { return scale[v]; });
   return data;
 }
 
-FashionMnist load_fashion_mnist(const std::string& dir) {
+FashionMnist load_fashion_mnist(const std::string& dir, std::size_t train_first,
+                                std::size_t test_first) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
     throw DataError("Fashion-MNIST directory '" + dir + "' does not exist or is not a directory (" +
                     kMissingDataHint + ")");
   }
   FashionMnist data;
-  data.train = load_split(dir, "train", "train");
-  data.test = load_split(dir, "t10k", "test");
+  data.train = load_split(dir, "train", "train", train_first);
+  data.test = load_split(dir, "t10k", "test", test_first);
   return data;
 }
 
 Dataset take_subset(const Dataset& data, std::size_t n) {
-  if (n > data.size()) {
-    throw std::invalid_argument("take_subset: asked for " + std::to_string(n) +
-                                " samples but the data set holds only " +
-                                std::to_string(data.size()));
-  }
+  check_subset(n, data.size());
   Dataset subset;
   subset.rows = data.rows;
   subset.cols = data.cols;

@@ -29,12 +29,18 @@ struct FashionMnist {
   Dataset test;
 };
 
-// Loads one IDX images file and its IDX labels file; their counts must match.
-Dataset load_idx_dataset(const std::string& images_path, const std::string& labels_path);
+// Loads one IDX images file and its IDX labels file; their counts must match. first > 0 keeps
+// only the first `first` samples (as take_subset does), and converts only their pixels to float:
+// the whole files are still read and checked. Throws DataError, and std::invalid_argument when
+// first exceeds the count.
+Dataset load_idx_dataset(const std::string& images_path, const std::string& labels_path,
+                         std::size_t first = 0);
 
 // Loads train-{images-idx3,labels-idx1}-ubyte and t10k-... from `dir`, each as NAME.gz or, when
-// that is absent, as NAME. Images must be 28 x 28. Throws DataError.
-FashionMnist load_fashion_mnist(const std::string& dir = kDefaultFashionMnistDir);
+// that is absent, as NAME. Images must be 28 x 28. train_first and test_first, when not 0, keep
+// only the first samples of each split (load_idx_dataset). Throws DataError.
+FashionMnist load_fashion_mnist(const std::string& dir = kDefaultFashionMnistDir,
+                                std::size_t train_first = 0, std::size_t test_first = 0);
 
 // The first n samples of `data` (a copy). Throws std::invalid_argument if n > data.size().
 Dataset take_subset(const Dataset& data, std::size_t n);

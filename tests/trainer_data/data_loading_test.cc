@@ -533,6 +533,27 @@ TEST(FashionMnistTest, TakeSubsetKeepsTheFirstSamples) {
   }
 }
 
+TEST(FashionMnistTest, LoadingTheFirstSamplesEqualsTakingThemAfterwards) {
+  TempDir dir;
+  write_split(dir, "train", 5, 28, {0, 1, 2, 3, 9}, Compression::kGzip);
+  write_split(dir, "t10k", 3, 28, {5, 6, 7}, Compression::kPlain);
+  const FashionMnist whole = load_fashion_mnist(dir.path().string());
+  const FashionMnist first = load_fashion_mnist(dir.path().string(), 2, 3);
+  EXPECT_EQ(first.train.images, take_subset(whole.train, 2).images);
+  EXPECT_EQ(first.train.labels, (Bytes{0, 1}));
+  EXPECT_EQ(first.train.rows, 28u);
+  EXPECT_EQ(first.test.images, whole.test.images);
+  EXPECT_EQ(first.test.labels, whole.test.labels);
+  try {
+    load_idx_dataset(dir.file("train-images-idx3-ubyte.gz"),
+                     dir.file("train-labels-idx1-ubyte.gz"), 6);
+    ADD_FAILURE() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(std::string(e.what()),
+                HasSubstr("asked for 6 samples but the data set holds only 5"));
+  }
+}
+
 TEST(FashionMnistTest, RealDataSet) {
   if (!fs::is_directory(kDefaultFashionMnistDir)) {
     GTEST_SKIP() << "Fashion-MNIST is not installed at " << kDefaultFashionMnistDir
