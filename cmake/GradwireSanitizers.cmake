@@ -4,12 +4,14 @@
 # GRADWIRE_SANITIZE instruments one build tree; `./gradwire.sh test --sanitize` builds and runs
 # three of them beside ./build (docs/TESTING.md):
 #   address  g++, ASan + UBSan (-fsanitize=address,undefined -fno-sanitize-recover=all): every test
-#            but the accuracy runs, multi-rank included, plus the leak canary.
+#            but the accuracy runs, multi-rank included, plus the leak canary; against Open MPI
+#            or MPICH (CI's).
 #   thread   g++, TSan: the engine thread and the multi-rank tests that drive it (label `tsan`,
 #            tests/sanitizers).
 #   fuzzer   clang, libFuzzer + ASan + UBSan: the fuzz targets of tests/fuzz (label `fuzz`).
 # All three build -O1 -g1 -fno-omit-frame-pointer (-g1: line tables, all a report's file:line
-# needs, compiled faster than -g's full debug information), with CUDA off (nvcc's device code and the CUDA
+# needs, compiled faster than -g's full debug information; the ASan tree's test folders -O0,
+# tests/CMakeLists.txt), with CUDA off (nvcc's device code and the CUDA
 # runtime cannot be instrumented; ./build checks the CUDA kernels where there is a GPU).
 # MPI itself is not instrumented and leaks at exit: the suppression files in tests/sanitizers name
 # only MPI's own libraries and their dependencies, never gradwire code, and the leak canary test
@@ -68,11 +70,9 @@ set(gw_common -O1 -g1 -fno-omit-frame-pointer)
 if(GRADWIRE_SANITIZE STREQUAL address)
   set(gw_compile -fsanitize=address,undefined -fno-sanitize-recover=all)
   set(GRADWIRE_SANITIZER_LINK -fsanitize=address,undefined)
-  # fast_unwind_on_malloc=0: Open MPI is built without frame pointers, where ASan's fast unwinder
-  # stops, so its leaks' stacks would end in a frame of a component it has unloaded by then; the
-  # slow unwinder follows them up into libmpi and the other libraries lsan.supp names.
+  # ASan's fast unwinder (See Note "Open MPI's components stay loaded").
   set(GRADWIRE_SANITIZER_ENV
-    "ASAN_OPTIONS=detect_leaks=1:check_initialization_order=1:fast_unwind_on_malloc=0"
+    "ASAN_OPTIONS=detect_leaks=1:check_initialization_order=1"
     "LSAN_OPTIONS=suppressions=${GRADWIRE_SANITIZER_DIR}/lsan.supp:print_suppressions=0"
     "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:print_summary=1")
 elseif(GRADWIRE_SANITIZE STREQUAL thread)
@@ -101,6 +101,40 @@ endif()
 add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:${gw_common};${gw_compile}>")
 add_link_options(${GRADWIRE_SANITIZER_LINK})
 message(STATUS "gradwire: sanitizer tree '${GRADWIRE_SANITIZE}': ${gw_compile}")
+
+# Note "Open MPI's components stay loaded"
+# LeakSanitizer reports at exit, and a leak is suppressed when a frame of its allocation stack lies
+# in a library lsan.supp names. Both MPIs unload the modules they opened (Open MPI's components,
+# mca_*.so; UCX's transports under MPICH) before LSan looks. A block then reachable only from such
+# a module's data counts as leaked, and a frame in it has no module left to match. Open MPI is
+# built without frame pointers, so ASan's fast unwinder often records only the caller of malloc,
+# a frame in a component; the slow unwinder (fast_unwind_on_malloc=0) follows such stacks up into
+# libmpi, but unwinds every allocation of every process that way, at a cost of seconds per MPI
+# launch. So an ASan tree links tests/sanitizers/keep_loaded.c into each of its executables
+# (gw_keep_components_loaded, called at the end of the top CMakeLists.txt) and exports its
+# dlclose, which leaves libraries mapped: their blocks stay reachable and the fast unwinder's one
+# frame names its module. What remains unnamed is an allocation by the C library on Open MPI's
+# behalf (asprintf's buffer: lsan.supp names that function, which gradwire does not call;
+# tests/integration/layering.sh checks). A program built outside the tree (the installed-package
+# example) runs with the slow unwinder. The leak canary (tests/sanitizers) proves that a leak
+# from gradwire code on a rank is still reported.
+function(gw_keep_components_loaded)
+  add_library(gw_keep_loaded OBJECT ${GRADWIRE_SANITIZER_DIR}/keep_loaded.c)
+  set(dirs ${PROJECT_SOURCE_DIR})
+  while(dirs)
+    list(POP_FRONT dirs dir)
+    get_property(subdirs DIRECTORY ${dir} PROPERTY SUBDIRECTORIES)
+    list(APPEND dirs ${subdirs})
+    get_property(targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
+    foreach(target ${targets})
+      get_target_property(type ${target} TYPE)
+      if(type STREQUAL EXECUTABLE)
+        target_link_libraries(${target} PRIVATE gw_keep_loaded)
+        target_link_options(${target} PRIVATE -Wl,--export-dynamic-symbol=dlclose)
+      endif()
+    endforeach()
+  endwhile()
+endfunction()
 
 # gw_sanitizer_checks(<dir>...): in a sanitizer tree, gives every test of the named test
 # directories the report check and the sanitizer environment; call it from the test directory
