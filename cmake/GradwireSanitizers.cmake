@@ -10,8 +10,7 @@
 #            tests/sanitizers).
 #   fuzzer   clang, libFuzzer + ASan + UBSan: the fuzz targets of tests/fuzz (label `fuzz`).
 # All three build -O1 -g1 -fno-omit-frame-pointer (-g1: line tables, all a report's file:line
-# needs, compiled faster than -g's full debug information; the ASan tree's test folders -O0,
-# tests/CMakeLists.txt), with CUDA off (nvcc's device code and the CUDA
+# needs, compiled faster than -g's full debug information), with CUDA off (nvcc's device code and the CUDA
 # runtime cannot be instrumented; ./build checks the CUDA kernels where there is a GPU).
 # MPI itself is not instrumented and leaks at exit: the suppression files in tests/sanitizers name
 # only MPI's own libraries and their dependencies, never gradwire code, and the leak canary test
