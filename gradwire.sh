@@ -43,11 +43,11 @@
 #
 # Environment: BUILD_DIR (default ./build), BUILD_DIR_MPICH (--mpi mpich, default ./build-mpich),
 # BUILD_DIR_ASAN, BUILD_DIR_ASAN_MPICH, BUILD_DIR_TSAN, BUILD_DIR_FUZZ (--sanitize, default
-# ./build-asan, ./build-asan-mpich, ./build-tsan, ./build-fuzz), JOBS (default: number of cores), NP (demo ranks, 4), STRESS_LOAD (--stress
-# workers, default: the number of cores), FUZZ_SECONDS (--sanitize: each fuzz target's run, 30),
-# TEST_JOBS (tests at once, default 1; Note "Tests one at a time"), USE_CCACHE (0: compile without
-# ccache; Note "One compiler cache"), STAGE_TIMES (a file
-# each phase's name, seconds and exit status are appended to: .ci/run's table);
+# ./build-asan, ./build-asan-mpich, ./build-tsan, ./build-fuzz), JOBS (default: number of cores),
+# NP (demo ranks, 4), STRESS_LOAD (--stress workers, default: the number of cores), FUZZ_SECONDS
+# (--sanitize: each fuzz target's run, 30), TEST_JOBS (tests at once, default 1;
+# Note "Tests one at a time"), USE_CCACHE (0: compile without ccache; Note "One compiler cache"),
+# STAGE_TIMES (a file each phase's name, seconds and exit status are appended to: .ci/run's table);
 # gpu-check's own (BUILD_DIR_GPU, GPU_DEPS_DIR, GPU_CHECK_*, ...): tools/gpu_check.sh --help.
 set -euo pipefail
 
