@@ -69,14 +69,14 @@ function(gw_add_mpi_test name)
 endfunction()
 
 # gw_add_mpi_gtest(<exe> PREFIX <test-prefix> SOURCES <files...> [LIBS <libs...>] RANKS <n...>
-#                  TIMEOUT <s>): a GoogleTest binary with the MPI main (tests/common), run as
-# <prefix>_np<n> for each n.
+#                  TIMEOUT <s> [ARGS <args...>]): a GoogleTest binary with the MPI main
+# (tests/common), run as <prefix>_np<n> for each n, with ARGS on its command line.
 function(gw_add_mpi_gtest exe)
-  cmake_parse_arguments(ARG "" "PREFIX;TIMEOUT" "SOURCES;LIBS;RANKS" ${ARGN})
+  cmake_parse_arguments(ARG "" "PREFIX;TIMEOUT" "SOURCES;LIBS;RANKS;ARGS" ${ARGN})
   add_executable(${exe} ${ARG_SOURCES})
   target_link_libraries(${exe} PRIVATE ${ARG_LIBS} gw_mpi_gtest_main)
   foreach(np ${ARG_RANKS})
-    gw_add_mpi_test(${ARG_PREFIX}_np${np} NP ${np} COMMAND $<TARGET_FILE:${exe}>
+    gw_add_mpi_test(${ARG_PREFIX}_np${np} NP ${np} COMMAND $<TARGET_FILE:${exe}> ${ARG_ARGS}
       TIMEOUT ${ARG_TIMEOUT})
   endforeach()
 endfunction()
