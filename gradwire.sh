@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # gradwire's one entry point: ./gradwire.sh setup|build|demo|test|bench|gpu-check|readme-table|results
 #
-#   setup         apt-get install what is missing (Debian 12; as root or with sudo)
-#   build         configure and build into ./build (Release); CUDA kernels too when nvcc is found
+#   setup [--all] apt-get install what is missing (Debian 12; as root or with sudo); --all: also
+#                 what --mpi mpich and --sanitize install
+#   build [--sanitize=LIST [--mpi mpich] | CMAKE ARGS]  configure and build into ./build (Release);
+#                 CUDA kernels too when nvcc is found; --sanitize: the sanitizer trees test
+#                 --sanitize would build, built and not run
 #   demo          setup, build gradwire_train alone (CUDA only where a GPU is usable), then train
 #                 the reference MLP on Fashion-MNIST across 4 MPI ranks; a table of each phase's time
 #   test [OPTIONS] [CTEST ARGS]  setup, build, then run every test but the long accuracy runs
@@ -47,7 +50,8 @@
 # NP (demo ranks, 4), STRESS_LOAD (--stress workers, default: the number of cores), FUZZ_SECONDS
 # (--sanitize: each fuzz target's run, 30), TEST_JOBS (tests at once, default 1;
 # Note "Tests one at a time"), USE_CCACHE (0: compile without ccache; Note "One compiler cache"),
-# STAGE_TIMES (a file each phase's name, seconds and exit status are appended to: .ci/run's table);
+# STAGE_TIMES (a file each phase's name, seconds and exit status are appended to: .ci/run's table),
+# STAGE_BESIDE (1: this run's phases ran beside others, so the table leaves them out of its total);
 # gpu-check's own (BUILD_DIR_GPU, GPU_DEPS_DIR, GPU_CHECK_*, ...): tools/gpu_check.sh --help.
 set -euo pipefail
 
@@ -80,7 +84,8 @@ phase() {
   [ -n "$PHASE_FILE" ] || PHASE_FILE=$(mktemp)
   "$@" || rc=$?
   for file in "$PHASE_FILE" ${STAGE_TIMES:+"$STAGE_TIMES"}; do
-    printf '%s\t%s\t%s\n' "$name" "$((SECONDS - start))" "$rc" >> "$file"
+    printf '%s\t%s\t%s%s\n' "$name" "$((SECONDS - start))" "$rc" \
+      "$([ "${STAGE_BESIDE:-0}" = 1 ] && printf '\tbeside')" >> "$file"
   done
   return "$rc"
 }
@@ -239,6 +244,7 @@ sanitize_tree() {  # sanitize_tree KIND MPI CTEST-ARGS...
   log "sanitize $kind: $dir ($JOBS jobs)"
   local BUILD_DIR=$dir
   phase "build $name" sanitize_build "$dir" "$target" "${config[@]}" || return 1
+  [ "$SANITIZE_BUILD_ONLY" = 0 ] || return 0
   mpi_env
   phase "test $name" run_ctest "$dir" "${select[@]}" "$@"
 }
@@ -253,16 +259,22 @@ sanitize_build() {  # sanitize_build DIR TARGET CONFIG...
 # wins). Open MPI's ranks poll while they wait, so a multi-rank test takes both cores of a 2-core
 # machine by itself, and several tests time their ranks' reactions; the tests that could share the
 # machine, the single-process ones, are a small part of each suite (the longest of them keeps two
-# OpenMP threads busy), so pairing them would save seconds for a chance of flakes. The fuzz targets, single-threaded and of fixed length, run two at a time.
+# OpenMP threads busy), so pairing them would save seconds for a chance of flakes. The fuzz
+# targets, single-threaded and of fixed length, run two at a time.
 run_ctest() {  # run_ctest DIR CTEST-ARGS...
   local dir=$1
   shift
   (cd "$dir" && ctest --output-on-failure -j "${TEST_JOBS:-1}" "$@")
 }
 
+SANITIZE_BUILD_ONLY=0  # build --sanitize: the trees are built, not tested
 cmd_sanitize() {  # cmd_sanitize KINDS MPI CTEST-ARGS...
   local kinds=$1 mpi=$2; shift 2
-  local failed=() kind start packages=("${SANITIZE_PACKAGES[@]}")
+  local failed=() kind start packages=("${SANITIZE_PACKAGES[@]}") done=passed
+  if [ "$SANITIZE_BUILD_ONLY" = 1 ]; then
+    [ $# -eq 0 ] || die "build --sanitize takes --mpi and nothing else; got: $*"
+    done=built
+  fi
   for kind in ${kinds//,/ }; do
     case "$kind" in
       address|thread|fuzzer) ;;
@@ -278,14 +290,14 @@ cmd_sanitize() {  # cmd_sanitize KINDS MPI CTEST-ARGS...
   for kind in ${kinds//,/ }; do
     start=$SECONDS
     if sanitize_tree "$kind" "$mpi" "$@"; then
-      log "sanitize $kind: passed ($((SECONDS - start)) s)"
+      log "sanitize $kind: $done ($((SECONDS - start)) s)"
     else
       log "sanitize $kind: FAILED ($((SECONDS - start)) s)"
       failed+=("$kind")
     fi
   done
   [ ${#failed[@]} -eq 0 ] || { log "sanitize: failed: ${failed[*]}"; return 1; }
-  log "sanitize: ${kinds//,/, } passed"
+  log "sanitize: ${kinds//,/, } $done"
 }
 
 cmd_test() {
@@ -399,11 +411,31 @@ cmd_results() {
   esac
 }
 
+# Note "Sanitizer builds beside the suites"
+# setup --all installs what --mpi mpich and --sanitize would too; build --sanitize=LIST builds the
+# trees test --sanitize would, and tests nothing. .ci/run installs everything first, then builds
+# the TSan and libFuzzer trees while the Open MPI tree builds and the two suites run, at SCHED_IDLE
+# (chrt --idle): their compilers get a core only when nothing else wants it, which the suites leave
+# free whenever their ranks start, wait on a file or sleep. A test's process preempts them at once,
+# so the suites run as fast as alone but for the caches they share, and what is left unbuilt when
+# the suites end builds alone. Their phases are marked beside (STAGE_BESIDE) and left out of the
+# table's total; "wait for the builds beside" is what the run waited for them.
+cmd_setup_command() {
+  [ "${1:-}" != --all ] || set -- "${MPICH_PACKAGES[@]}" "${SANITIZE_PACKAGES[@]}" "${@:2}"
+  phase install cmd_setup "$@"
+}
+cmd_build_command() {
+  case "${1:-}" in
+    --sanitize|--sanitize=*) SANITIZE_BUILD_ONLY=1; cmd_test "$@" ;;
+    *) cmd_setup; cmd_build "$@" ;;
+  esac
+}
+
 case "${1:-}" in
-  setup) shift; cmd_setup "$@" ;;
+  setup) shift; cmd_setup_command "$@" ;;
   # Its own script (tools/gpu_check.sh --help), which keeps gpu-check's exit codes.
   gpu-check) shift; exec "$ROOT/tools/gpu_check.sh" "$@" ;;
-  build) shift; cmd_setup; cmd_build "$@" ;;
+  build) shift; cmd_build_command "$@" ;;
   demo) shift; cmd_demo "$@" ;;
   test) shift; cmd_test "$@" ;;
   bench) shift; cmd_bench "$@" ;;

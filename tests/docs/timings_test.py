@@ -52,6 +52,18 @@ class PhaseTimes(unittest.TestCase):
         self.assertEqual(lines[3].split(), ["test", "openmpi", "600", "(exit", "8)"])
         self.assertEqual(lines[-1].split(), ["total", "1003"])
 
+    def test_a_phase_beside_the_others_is_named_so_and_left_out_of_the_total(self):
+        proc, got = self.run_tool("build tsan\t300\t0\tbeside\nbuild openmpi\t400\t0\n"
+                                  "wait for the builds beside\t20\t0\n")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(got["phases"][0], {"name": "build tsan (beside)", "seconds": 300,
+                                            "exit": 0, "beside": True})
+        self.assertEqual(got["total_seconds"], 420)
+        self.assertEqual(proc.stdout.splitlines()[-1].split()[-1], "420")
+        proc, _ = self.run_tool("build tsan\t300\t0\tbehind\n")
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("then optionally <tab>beside", proc.stderr)
+
     def test_a_long_install_means_the_packages_were_installed(self):
         _, got = self.run_tool("install\t90\t0\n")
         self.assertFalse(got["packages_installed_before"])
