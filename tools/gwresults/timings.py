@@ -85,10 +85,12 @@ def readme_lines():
     build_run = d["total_seconds"] - seconds_of(d, "install")
     test = seconds_of(c, "install") + seconds_of(c, "build openmpi") + seconds_of(c, "test openmpi")
     at_least = "at least " if any(p.get("stopped") for p in c["phases"]) else ""
+    beside = (" (in CI's run, beside its sanitizer builds)"
+              if any(p.get("beside") for p in c["phases"]) else "")
     return [f"On a {d['cores']}-core machine from a clean clone, `demo` took "
             f"{minutes(d['total_seconds'])} ({minutes(build_run)} to build and train, "
             f"{'its packages already installed' if d['packages_installed_before'] else 'the rest installing packages'}; "
-            f"commit `{d['commit'][:7]}`), `test` {minutes(test)}, and CI (`.ci/run`: `test`, "
+            f"commit `{d['commit'][:7]}`), `test` {minutes(test)}{beside}, and CI (`.ci/run`: `test`, "
             f"then MPICH and the sanitizers) {at_least}{minutes(c['total_seconds'])} (commit "
             f"`{c['commit'][:7]}`; every phase in "
             "[RESULTS.md](docs/RESULTS.md#time-to-a-first-result-and-ci))."]
