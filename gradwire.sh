@@ -416,9 +416,9 @@ cmd_results() {
 # trees test --sanitize would, and tests nothing. .ci/run installs everything first, then builds
 # the TSan and libFuzzer trees while the Open MPI tree builds and the two suites run, at SCHED_IDLE
 # (chrt --idle): their compilers get a core only when nothing else wants it, which the suites leave
-# free whenever their ranks start, wait on a file or sleep. A test's process preempts them at once,
-# so the suites run as fast as alone but for the caches they share, and what is left unbuilt when
-# the suites end builds alone. Their phases are marked beside (STAGE_BESIDE) and left out of the
+# free whenever their ranks start, wait on a file or sleep. A test's process preempts them at once;
+# what the suites still lose is the caches and memory bandwidth the compilers share (CI's timing
+# reports give both figures), and what is left unbuilt when the suites end builds alone. Their phases are marked beside (STAGE_BESIDE) and left out of the
 # table's total; "wait for the builds beside" is what the run waited for them.
 cmd_setup_command() {
   [ "${1:-}" != --all ] || set -- "${MPICH_PACKAGES[@]}" "${SANITIZE_PACKAGES[@]}" "${@:2}"
