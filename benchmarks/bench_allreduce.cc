@@ -24,12 +24,12 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "benchmarks/bench_allreduce_device.h"
 #include "benchmarks/bench_mpi_driver.h"
 #include "benchmarks/bench_workload.h"
+#include "cli/cli.h"
 #include "plugin/distributed_optimizer.h"
 
 namespace {
@@ -50,19 +50,19 @@ struct Options {
   std::string device = "cpu";
 };
 
-void add_options(CLI::App& app, Options& o) {
-  app.add_option("--report", o.report_path, "Write the JSON report here (rank 0)");
-  app.add_option("--min-bytes", o.sizes.min_bytes)->capture_default_str();
-  app.add_option("--max-bytes", o.sizes.max_bytes)->capture_default_str();
-  app.add_option("--seconds-per-size", o.sizes.seconds_per_size,
-                 "Rough time budget per size (both sides together)")
-      ->capture_default_str();
-  app.add_option("--device", o.device,
-                 "cpu: host buffers, gradwire's DistributedOptimizer vs MPI_Allreduce; cuda: CUDA "
-                 "device buffers, gradwire's communicator vs the bare ncclAllReduce or "
-                 "MPI_Allreduce")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"cpu", "cuda"}));
+void add_options(gw::cli::Parser& app, Options& o) {
+  app.add("--report", o.report_path, "Write the JSON report here (rank 0)");
+  app.add("--min-bytes", o.sizes.min_bytes).show_default();
+  app.add("--max-bytes", o.sizes.max_bytes).show_default();
+  app.add("--seconds-per-size", o.sizes.seconds_per_size,
+          "Rough time budget per size (both sides together)")
+      .show_default();
+  app.add("--device", o.device,
+          "cpu: host buffers, gradwire's DistributedOptimizer vs MPI_Allreduce; cuda: CUDA "
+          "device buffers, gradwire's communicator vs the bare ncclAllReduce or "
+          "MPI_Allreduce")
+      .show_default()
+      .one_of({"cpu", "cuda"});
 }
 
 void print_header(int n) {
@@ -118,13 +118,13 @@ SizeTimes measure_size(const gw::bench::MpiBench& bench, std::size_t bytes, doub
   };
   refill();
   enum { kGw, kDiv, kMpi };
-  const gw::bench::Variants variants = {
-      {"gw", [&] { opt.step(); }},
-      {"gw+div", [&] { opt_div.synchronize_gradients(); }},
-      {"mpi", [&] {
-         MPI_Allreduce(MPI_IN_PLACE, plain.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
-                       MPI_COMM_WORLD);
-       }}};
+  const gw::bench::Variants variants = {{"gw", [&] { opt.step(); }},
+                                        {"gw+div", [&] { opt_div.synchronize_gradients(); }},
+                                        {"mpi", [&] {
+                                           MPI_Allreduce(MPI_IN_PLACE, plain.data(),
+                                                         static_cast<int>(count), MPI_FLOAT,
+                                                         MPI_SUM, MPI_COMM_WORLD);
+                                         }}};
   t.iterations = gw::bench::iterations_for_size(variants, kMpi, budget_s);
   const std::vector<double> med = gw::bench::rotate_medians(variants, t.iterations, refill);
   t.gw_s = med[kGw];
@@ -164,9 +164,9 @@ nlohmann::json row_json(const SizeTimes& t, double bus_factor) {
 
 int main(int argc, char** argv) {
   Options o;
-  CLI::App app{"gradwire dense exchange vs bare MPI_Allreduce (run under mpirun)"};
+  gw::cli::Parser app{"gradwire dense exchange vs bare MPI_Allreduce (run under mpirun)"};
   add_options(app, o);
-  CLI11_PARSE(app, argc, argv);
+  if (const auto code = app.parse(argc, argv)) return *code;
 
   gw::bench::MpiBench bench("gradwire_bench_allreduce", o.report_path, &argc, &argv);
   if (o.device == "cuda") return gw::bench::run_allreduce_on_cuda(bench, o.sizes);

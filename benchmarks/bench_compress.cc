@@ -29,11 +29,11 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "benchmarks/bench_compress_device.h"
 #include "benchmarks/bench_driver.h"
+#include "cli/cli.h"
 #include "kernels/topk.h"
 
 namespace {
@@ -103,26 +103,24 @@ struct Options {
   std::string device = "cpu";
 };
 
-void add_options(CLI::App& app, Options& o) {
+void add_options(gw::cli::Parser& app, Options& o) {
   gw::bench::CompressSettings& s = o.settings;
-  app.add_option("--report", s.report_path, "Write the JSON report here")->required();
-  app.add_option("--numel", s.numel, "Gradient elements (ResNet-50: about 25M)")
-      ->capture_default_str()
-      ->check(CLI::Range(std::size_t{1}, std::size_t{4294967295}));
-  app.add_option("--sparsity", s.sparsity, "Fraction NOT sent: k = numel * (1 - sparsity)")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 1.0));
-  app.add_option("--sample-ratio", s.sample_ratio, "Fraction of the gradient sampled")
-      ->capture_default_str()
-      ->check(CLI::Range(1e-9, 1.0));
-  app.add_option("--repeats", s.repeats, "Timed calls of each path")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 100000));
-  app.add_option("--device", o.device,
-                 "cpu: this host, one thread; cuda: DGC's encode on a CUDA device against a read "
-                 "pass and an exact top-k by sorting there")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add("--report", s.report_path, "Write the JSON report here").required();
+  app.add("--numel", s.numel, "Gradient elements (ResNet-50: about 25M)")
+      .show_default()
+      .range(std::size_t{1}, std::size_t{4294967295});
+  app.add("--sparsity", s.sparsity, "Fraction NOT sent: k = numel * (1 - sparsity)")
+      .show_default()
+      .range(0.0, 1.0);
+  app.add("--sample-ratio", s.sample_ratio, "Fraction of the gradient sampled")
+      .show_default()
+      .range(1e-9, 1.0);
+  app.add("--repeats", s.repeats, "Timed calls of each path").show_default().range(1, 100000);
+  app.add("--device", o.device,
+          "cpu: this host, one thread; cuda: DGC's encode on a CUDA device against a read "
+          "pass and an exact top-k by sorting there")
+      .show_default()
+      .one_of({"cpu", "cuda"});
 }
 
 // The three paths' state: the gradient, the selector and the buffers each path writes, and what
@@ -193,8 +191,8 @@ struct EncodeFigures {
 nlohmann::json host_report(const gw::bench::CompressSettings& s, std::size_t k,
                            const std::vector<double>& med, const EncodeFigures& f,
                            const std::vector<gw::bench::Target>& targets) {
-  nlohmann::json report = gw::bench::compress_report(s, k, med, f.precision_min, f.selected_min,
-                                                     f.selected_max);
+  nlohmann::json report =
+      gw::bench::compress_report(s, k, med, f.precision_min, f.selected_min, f.selected_max);
   report["method"] =
       "one thread; median over repeats of each path, the three paths rotating within each "
       "repeat; encode = TopkSelector::select (seed = repeat number, from 1) + packing (int32 "
@@ -280,9 +278,9 @@ nlohmann::json compress_report(const CompressSettings& s, std::size_t k,
 
 int main(int argc, char** argv) {
   Options o;
-  CLI::App app{"gradwire DGC top-k encode vs exact nth_element top-k vs one read pass"};
+  gw::cli::Parser app{"gradwire DGC top-k encode vs exact nth_element top-k vs one read pass"};
   add_options(app, o);
-  CLI11_PARSE(app, argc, argv);
+  if (const auto code = app.parse(argc, argv)) return *code;
   if (o.device == "cuda") return gw::bench::run_compress_on_cuda(o.settings);
   return run_on_host(o.settings);
 }

@@ -36,12 +36,12 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "benchmarks/bench_mpi_driver.h"
 #include "benchmarks/bench_workload.h"
 #include "benchmarks/resnet50_shapes.h"
+#include "cli/cli.h"
 #include "plugin/config/params.h"
 #include "plugin/distributed_optimizer.h"
 
@@ -141,17 +141,17 @@ nlohmann::json measure(Workload& w, const Options& o, const MpiBench& bench, dou
   };
   refill();
   enum { kPerTensor, kFused, kThr0, kSingle };
-  const Variants variants = {
-      {"per_tensor",
-       [&] {
-         for (std::size_t i = tensors; i-- > 0;) {
-           MPI_Allreduce(MPI_IN_PLACE, plain.data() + w.offsets[i],
-                         static_cast<int>(w.numels[i]), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-         }
-       }},
-      {"fused", [&] { fused_step(fused); }},
-      {"gradwire_per_tensor", [&] { fused_step(thr0); }},
-      {"single", [&] { single_allreduce(plain); }}};
+  const Variants variants = {{"per_tensor",
+                              [&] {
+                                for (std::size_t i = tensors; i-- > 0;) {
+                                  MPI_Allreduce(MPI_IN_PLACE, plain.data() + w.offsets[i],
+                                                static_cast<int>(w.numels[i]), MPI_FLOAT, MPI_SUM,
+                                                MPI_COMM_WORLD);
+                                }
+                              }},
+                             {"fused", [&] { fused_step(fused); }},
+                             {"gradwire_per_tensor", [&] { fused_step(thr0); }},
+                             {"single", [&] { single_allreduce(plain); }}};
   // Two warm-up rounds; as many iterations as the budget allows from the second.
   const gw::bench::Timed timed =
       gw::bench::run_timed(variants, 2, o.seconds_per_case, o.min_iterations, refill);
@@ -204,8 +204,8 @@ nlohmann::json sweep(Workload& w, int iterations, const MpiBench& bench, double&
       best_mb = std::stod(mb);
     }
     if (bench.rank() == 0) {
-      std::printf("  %-9s %8s %7zu | %10.2f %10.2f | %12.3f\n", w.name.c_str(), mb.c_str(),
-                  buckets, fused_s * 1e3, single_s * 1e3, fused_s / single_s);
+      std::printf("  %-9s %8s %7zu | %10.2f %10.2f | %12.3f\n", w.name.c_str(), mb.c_str(), buckets,
+                  fused_s * 1e3, single_s * 1e3, fused_s / single_s);
       std::fflush(stdout);
     }
     rows.push_back({{"threshold_mb", std::stod(mb)},
@@ -218,33 +218,32 @@ nlohmann::json sweep(Workload& w, int iterations, const MpiBench& bench, double&
   return rows;
 }
 
-void add_options(CLI::App& app, Options& o) {
-  app.add_option("--report", o.report_path, "Write the JSON report here (rank 0)");
-  app.add_option("--seconds-per-case", o.seconds_per_case,
-                 "Rough time budget per workload, all four paths together (at least "
-                 "--min-iterations iterations)")
-      ->capture_default_str();
-  app.add_option("--min-iterations", o.min_iterations,
-                 "Fewest timed iterations per workload (1 for a smoke run that checks sums only)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1000));
-  app.add_option("--sweep-iterations", o.sweep_iterations,
-                 "Timed iterations per threshold of the sweep")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1000));
+void add_options(gw::cli::Parser& app, Options& o) {
+  app.add("--report", o.report_path, "Write the JSON report here (rank 0)");
+  app.add("--seconds-per-case", o.seconds_per_case,
+          "Rough time budget per workload, all four paths together (at least "
+          "--min-iterations iterations)")
+      .show_default();
+  app.add("--min-iterations", o.min_iterations,
+          "Fewest timed iterations per workload (1 for a smoke run that checks sums only)")
+      .show_default()
+      .range(1, 1000);
+  app.add("--sweep-iterations", o.sweep_iterations, "Timed iterations per threshold of the sweep")
+      .show_default()
+      .range(1, 1000);
   app.add_flag("--no-sweep", o.no_sweep, "Skip the threshold sweep");
 }
 
 void print_header(int n) {
   const gw::config::ParamSpec* threshold_spec =
       gw::config::registry().find(gw::config::keys::kFusionThresholdMb);
-  std::printf("# gradwire_bench_fusion: %d ranks, float32 sum; default %s = %s MiB (registry)\n",
-              n, gw::config::keys::kFusionThresholdMb, threshold_spec->default_text.c_str());
+  std::printf("# gradwire_bench_fusion: %d ranks, float32 sum; default %s = %s MiB (registry)\n", n,
+              gw::config::keys::kFusionThresholdMb, threshold_spec->default_text.c_str());
   std::printf("# %-9s %7s %8s %5s %7s | %10s %10s %10s %10s | %12s %15s %6s\n", "workload",
               "tensors", "MB", "iters", "buckets", "per_tensor", "fused", "gw_thr0", "single",
               "fused/single", "per_tensor/fused", "#wrong");
-  std::printf("# %-9s %7s %8s %5s %7s | %10s %10s %10s %10s |\n", "", "", "", "", "(plan)",
-              "(ms)", "(ms)", "(ms)", "(ms)");
+  std::printf("# %-9s %7s %8s %5s %7s | %10s %10s %10s %10s |\n", "", "", "", "", "(plan)", "(ms)",
+              "(ms)", "(ms)", "(ms)");
 }
 
 // The sweeps of every workload: per workload its rows in `sweeps` and the lowest ratio's
@@ -272,23 +271,25 @@ std::vector<gw::bench::Target> fusion_targets(const Ratios& ratios) {
   const double fused_resnet = ratios.fused_vs_single.at("resnet50").get<double>();
   const double fused_small = ratios.fused_vs_single.at("small").get<double>();
   const double per_small = ratios.per_tensor_vs_fused.at("small").get<double>();
-  return {gw::bench::at_most(gw::bench::format("fused / single allreduce: resnet50 %.3f, small %.3f",
-                                               fused_resnet, fused_small),
-                             std::max(fused_resnet, fused_small), 1.15,
-                             "fused_vs_single_allreduce_max", "fused_vs_single_met", " on both"),
-          gw::bench::at_least(
-              gw::bench::format("per-tensor allreduce / fused on small: %.2f", per_small),
-              per_small, 5.0, "per_tensor_vs_fused_small_min", "per_tensor_vs_fused_met"),
-          gw::bench::no_wrong_elements(ratios.wrong)};
+  return {
+      gw::bench::at_most(gw::bench::format("fused / single allreduce: resnet50 %.3f, small %.3f",
+                                           fused_resnet, fused_small),
+                         std::max(fused_resnet, fused_small), 1.15, "fused_vs_single_allreduce_max",
+                         "fused_vs_single_met", " on both"),
+      gw::bench::at_least(
+          gw::bench::format("per-tensor allreduce / fused on small: %.2f", per_small), per_small,
+          5.0, "per_tensor_vs_fused_small_min", "per_tensor_vs_fused_met"),
+      gw::bench::no_wrong_elements(ratios.wrong)};
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   Options o;
-  CLI::App app{"gradwire tensor fusion vs per-tensor and single MPI_Allreduce (run under mpirun)"};
+  gw::cli::Parser app{
+      "gradwire tensor fusion vs per-tensor and single MPI_Allreduce (run under mpirun)"};
   add_options(app, o);
-  CLI11_PARSE(app, argc, argv);
+  if (const auto code = app.parse(argc, argv)) return *code;
 
   MpiBench bench("gradwire_bench_fusion", o.report_path, &argc, &argv);
   const double default_mb = gw::config::Config().get_float(gw::config::keys::kFusionThresholdMb);

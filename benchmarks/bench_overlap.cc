@@ -45,12 +45,12 @@
 #include <thread>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "benchmarks/bench_mpi_driver.h"
 #include "benchmarks/bench_workload.h"
 #include "benchmarks/resnet50_shapes.h"
+#include "cli/cli.h"
 #include "plugin/config/params.h"
 #include "plugin/distributed_optimizer.h"
 
@@ -142,9 +142,8 @@ class Backward {
         owed -= static_cast<double>(calls);
       } else {
         elapsed += layer_seconds;
-        const auto deadline =
-            start + std::chrono::duration_cast<Clock::duration>(
-                        std::chrono::duration<double>(elapsed));
+        const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
+                                          std::chrono::duration<double>(elapsed));
         if (Clock::now() < deadline) std::this_thread::sleep_until(deadline);
       }
       if (ready) {
@@ -200,8 +199,8 @@ Calibration calibrate(Backward& backward, const Variants& paths, const Options& 
   fill();
   time_once(paths[kCompute].run);
   // The pilot: compute_only and exchange_only in rotation, as the timed run will have them.
-  const std::vector<double> pilot = gw::bench::rotate_medians(
-      {paths[kCompute], paths[kExchange]}, o.calibration_iterations, nullptr);
+  const std::vector<double> pilot = gw::bench::rotate_medians({paths[kCompute], paths[kExchange]},
+                                                              o.calibration_iterations, nullptr);
   c.compute_pilot = pilot[0];
   c.exchange_pilot = pilot[1];
   c.target = o.compute_ratio * c.exchange_pilot;
@@ -209,26 +208,26 @@ Calibration calibrate(Backward& backward, const Variants& paths, const Options& 
   return c;
 }
 
-void add_options(CLI::App& app, Options& o) {
-  app.add_option("--report", o.report_path, "Write the JSON report here (rank 0)");
-  app.add_option("--compute", o.compute,
-                 "Backward stand-in: sleep (an accelerator: the thread waits) or cpu (sgemm)")
-      ->check(CLI::IsMember({"sleep", "cpu"}))
-      ->capture_default_str();
-  app.add_option("--compute-ratio", o.compute_ratio,
-                 "Total compute time as a multiple of the measured exchange-only step time")
-      ->check(CLI::Range(0.01, 100.0))
-      ->capture_default_str();
-  app.add_option("--threshold-mb", o.threshold_mb,
-                 "GRADWIRE_FUSION_THRESHOLD_MB for the run (default: the registry's)");
-  app.add_option("--seconds", o.seconds,
-                 "Rough time budget of the timed rotation, four paths together (at least 5 "
-                 "iterations)")
-      ->capture_default_str();
-  app.add_option("--calibration-iterations", o.calibration_iterations,
-                 "Iterations of each calibration measurement")
-      ->check(CLI::Range(1, 1000))
-      ->capture_default_str();
+void add_options(gw::cli::Parser& app, Options& o) {
+  app.add("--report", o.report_path, "Write the JSON report here (rank 0)");
+  app.add("--compute", o.compute,
+          "Backward stand-in: sleep (an accelerator: the thread waits) or cpu (sgemm)")
+      .one_of({"sleep", "cpu"})
+      .show_default();
+  app.add("--compute-ratio", o.compute_ratio,
+          "Total compute time as a multiple of the measured exchange-only step time")
+      .range(0.01, 100.0)
+      .show_default();
+  app.add("--threshold-mb", o.threshold_mb,
+          "GRADWIRE_FUSION_THRESHOLD_MB for the run (default: the registry's)");
+  app.add("--seconds", o.seconds,
+          "Rough time budget of the timed rotation, four paths together (at least 5 "
+          "iterations)")
+      .show_default();
+  app.add("--calibration-iterations", o.calibration_iterations,
+          "Iterations of each calibration measurement")
+      .range(1, 1000)
+      .show_default();
 }
 
 // The four paths, in the order of kCompute, kExchange, kNoOverlap, kOverlapped.
@@ -287,18 +286,19 @@ void print_summary(const Setup& r, int n, const Calibration& cal, const Variants
       "%.2f ms (ratio %g), %.2f ms in the pilot before its correction%s\n",
       cal.exchange_first * 1e3, cal.exchange_pilot * 1e3, cal.target * 1e3, o.compute_ratio,
       cal.compute_pilot * 1e3,
-      o.compute == "cpu" ? (", " + std::to_string(static_cast<long long>(cal.gemm_rate)) +
-                            " sgemm(64)/s per rank")
-                               .c_str()
-                         : "");
+      o.compute == "cpu"
+          ? (", " + std::to_string(static_cast<long long>(cal.gemm_rate)) + " sgemm(64)/s per rank")
+                .c_str()
+          : "");
   std::printf("  %-14s %10s %10s\n", "path", "median(ms)", "/max(C,E)");
   for (std::size_t p = 0; p < paths.size(); ++p) {
     std::printf("  %-14s %10.2f %10.3f\n", paths[p].name.c_str(), timed.median[p] * 1e3,
                 timed.median[p] / x.floor_s);
   }
-  std::printf("# iterations %d; overlapped / no_overlap %.3f; hidden %.1f%% of min(C,E); "
-              "#wrong %lld\n",
-              timed.iterations, x.overlapped_vs_no, 100 * x.hidden, static_cast<long long>(wrong));
+  std::printf(
+      "# iterations %d; overlapped / no_overlap %.3f; hidden %.1f%% of min(C,E); "
+      "#wrong %lld\n",
+      timed.iterations, x.overlapped_vs_no, 100 * x.hidden, static_cast<long long>(wrong));
 }
 
 nlohmann::json report_fields(const Setup& r, const Calibration& cal, double stand_in_seconds,
@@ -334,10 +334,11 @@ nlohmann::json report_fields(const Setup& r, const Calibration& cal, double stan
 
 int main(int argc, char** argv) {
   Options o;
-  CLI::App app{"gradwire: step time with and without overlap of exchange and backward (run "
-               "under mpirun)"};
+  gw::cli::Parser app{
+      "gradwire: step time with and without overlap of exchange and backward (run "
+      "under mpirun)"};
   add_options(app, o);
-  CLI11_PARSE(app, argc, argv);
+  if (const auto code = app.parse(argc, argv)) return *code;
   openblas_set_num_threads(1);  // the stand-in's work runs on the calling thread only
 
   gw::bench::MpiBench bench("gradwire_bench_overlap", o.report_path, &argc, &argv);
@@ -349,9 +350,9 @@ int main(int argc, char** argv) {
   const gw::DistributedOptimizerOptions options = gw::bench::make_options(o.threshold_mb);
   const double threshold = options.config.get_float(gw::config::keys::kFusionThresholdMb);
   const Setup setup{o, tensors.size(), w, threshold,
-                           gw::bench::fusion_bucket_count(w.numels, threshold)};
-  gw::DistributedOptimizer opt(bench.comm(), std::make_unique<gw::bench::NoUpdate>(true),
-                               w.specs(), options);
+                    gw::bench::fusion_bucket_count(w.numels, threshold)};
+  gw::DistributedOptimizer opt(bench.comm(), std::make_unique<gw::bench::NoUpdate>(true), w.specs(),
+                               options);
   // Values stay bounded: every step sums n copies, so the gradients go back to 1 now and then.
   const auto fill = [&] { gw::bench::fill_gradients(opt, w, 1.0f); };
   fill();
@@ -368,10 +369,10 @@ int main(int argc, char** argv) {
 
   if (rank == 0) print_summary(setup, n, cal, paths, timed, x, wrong);
   const std::vector<gw::bench::Target> targets = {
-      gw::bench::at_most(
-          gw::bench::format("overlapped / max(compute_only, exchange_only): %.3f",
-                            x.overlapped_vs_max),
-          x.overlapped_vs_max, 1.15, "overlapped_vs_max_compute_exchange_max", "overlapped_met"),
+      gw::bench::at_most(gw::bench::format("overlapped / max(compute_only, exchange_only): %.3f",
+                                           x.overlapped_vs_max),
+                         x.overlapped_vs_max, 1.15, "overlapped_vs_max_compute_exchange_max",
+                         "overlapped_met"),
       gw::bench::no_wrong_elements(wrong)};
   return bench.conclude(targets, kMethod,
                         report_fields(setup, cal, backward.seconds(), paths, timed, x, wrong));

@@ -30,10 +30,10 @@
 
 #include <cblas.h>
 
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "benchmarks/bench_mpi_driver.h"
+#include "cli/cli.h"
 #include "kernels/device.h"
 #include "plugin/comm/world_communicator.h"
 #include "plugin/config/params.h"
@@ -146,20 +146,15 @@ struct Options {
   int iterations = 20, warm = 3;
 };
 
-void add_options(CLI::App& app, Options& o) {
-  app.add_option("--report", o.report_path, "Write the JSON report here (rank 0)");
-  app.add_option("--device", o.device, "cpu, cuda, or both side by side")
-      ->check(CLI::IsMember({"cpu", "cuda", "both"}))
-      ->capture_default_str();
-  app.add_option("--models", o.models, "Models, comma-separated (mlp, cnn)")->capture_default_str();
-  app.add_option("--batches", o.batches, "Batch sizes per rank, comma-separated")
-      ->capture_default_str();
-  app.add_option("--iterations", o.iterations, "Timed steps per variant")
-      ->check(CLI::Range(1, 100000))
-      ->capture_default_str();
-  app.add_option("--warm-up", o.warm, "Untimed steps per variant first")
-      ->check(CLI::Range(1, 1000))
-      ->capture_default_str();
+void add_options(gw::cli::Parser& app, Options& o) {
+  app.add("--report", o.report_path, "Write the JSON report here (rank 0)");
+  app.add("--device", o.device, "cpu, cuda, or both side by side")
+      .one_of({"cpu", "cuda", "both"})
+      .show_default();
+  app.add("--models", o.models, "Models, comma-separated (mlp, cnn)").show_default();
+  app.add("--batches", o.batches, "Batch sizes per rank, comma-separated").show_default();
+  app.add("--iterations", o.iterations, "Timed steps per variant").range(1, 100000).show_default();
+  app.add("--warm-up", o.warm, "Untimed steps per variant first").range(1, 1000).show_default();
 }
 
 // The entries of a comma-separated list, empty ones left out.
@@ -338,9 +333,10 @@ nlohmann::json exchange_shares(const Options& o, const Figures& f,
 
 int main(int argc, char** argv) {
   Options o;
-  CLI::App app{"gradwire_train's steps on the CPU and on a GPU, side by side (under mpirun)"};
+  gw::cli::Parser app{
+      "gradwire_train's steps on the CPU and on a GPU, side by side (under mpirun)"};
   add_options(app, o);
-  CLI11_PARSE(app, argc, argv);
+  if (const auto code = app.parse(argc, argv)) return *code;
   const bool cpu = o.device != "cuda", cuda = o.device != "cpu";
   if (cuda && !gw::kernels::cuda_device_available()) {
     std::fprintf(stderr,
@@ -363,8 +359,7 @@ int main(int argc, char** argv) {
   add_cpu_modes(specs, cores, f);
   if (bench.rank() == 0) print_figures(f, n);
   std::vector<gw::bench::Target> targets;
-  const nlohmann::json speedups =
-      cpu && cuda ? gpu_speedups(f, targets) : nlohmann::json::object();
+  const nlohmann::json speedups = cpu && cuda ? gpu_speedups(f, targets) : nlohmann::json::object();
   const nlohmann::json shares = exchange_shares(o, f, targets);
   return bench.conclude(
       targets, kMethod,

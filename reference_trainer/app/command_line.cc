@@ -1,26 +1,14 @@
 #include "reference_trainer/app/command_line.h"
 
 #include <charconv>
-#include <cmath>
 #include <cstdio>
 
-#include <CLI/CLI.hpp>
+#include "cli/cli.h"
 
 namespace gw::trainer {
 namespace {
 
 constexpr int kExitUsage = 2;
-
-// CLI11 reads "nan" and "inf" as numbers, and its range checks let NaN through (every comparison
-// with NaN is false): a learning rate or a time budget must be a finite number.
-const CLI::Validator kFinite(
-    [](std::string& text) -> std::string {
-      double value = 0;
-      if (!CLI::detail::lexical_cast(text, value)) return "'" + text + "' is not a number";
-      if (!std::isfinite(value)) return "'" + text + "' is not a finite number";
-      return "";
-    },
-    "FINITE");
 
 // The shortest text that reads back as exactly `v`.
 std::string exact(double v) {
@@ -30,101 +18,91 @@ std::string exact(double v) {
 }
 
 // The model and how it learns.
-void add_training_options(CLI::App& app, TrainerOptions& o) {
-  app.add_option("--model", o.model, "Model to train")
-      ->check(CLI::IsMember({"mlp", "cnn"}))
-      ->capture_default_str();
-  app.add_option("--device", o.device,
-                 "Where each rank trains: cpu, or cuda (a GPU per rank: the local rank modulo the "
-                 "GPUs CUDA_VISIBLE_DEVICES leaves; ranks may share one)")
-      ->check(CLI::IsMember({"cpu", "cuda"}))
-      ->capture_default_str();
-  app.add_option("--optimizer", o.optimizer, "Inner optimizer that gradwire wraps")
-      ->check(CLI::IsMember({"sgd", "adam"}))
-      ->capture_default_str();
-  app.add_option("--epochs", o.schedule.epochs, "Passes over the training set")
-      ->check(CLI::Range(1, 100000))
-      ->capture_default_str();
-  app.add_option("--batch-size", o.batch_size, "Samples per rank per step")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20))
-      ->capture_default_str();
-  app.add_option("--lr", o.lr, "Learning rate")
-      ->check(kFinite)
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--momentum", o.momentum, "SGD momentum")
-      ->check(kFinite)
-      ->check(CLI::Range(0.0, 0.999999))
-      ->capture_default_str();
+void add_training_options(gw::cli::Parser& app, TrainerOptions& o) {
+  app.add("--model", o.model, "Model to train").one_of({"mlp", "cnn"}).show_default();
+  app.add("--device", o.device,
+          "Where each rank trains: cpu, or cuda (a GPU per rank: the local rank modulo the "
+          "GPUs CUDA_VISIBLE_DEVICES leaves; ranks may share one)")
+      .one_of({"cpu", "cuda"})
+      .show_default();
+  app.add("--optimizer", o.optimizer, "Inner optimizer that gradwire wraps")
+      .one_of({"sgd", "adam"})
+      .show_default();
+  app.add("--epochs", o.schedule.epochs, "Passes over the training set")
+      .range(1, 100000)
+      .show_default();
+  app.add("--batch-size", o.batch_size, "Samples per rank per step")
+      .range(std::size_t{1}, std::size_t{1} << 20)
+      .show_default();
+  app.add("--lr", o.lr, "Learning rate").finite().positive().show_default();
+  app.add("--momentum", o.momentum, "SGD momentum").finite().range(0.0, 0.999999).show_default();
   app.add_flag("--nesterov", o.nesterov, "Nesterov momentum (sgd)");
-  app.add_option("--weight-decay", o.weight_decay, "L2 weight decay")
-      ->check(kFinite)
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  app.add_option("--seed", o.seed, "Seed of initialisation and shuffling")->capture_default_str();
+  app.add("--weight-decay", o.weight_decay, "L2 weight decay")
+      .finite()
+      .non_negative()
+      .show_default();
+  app.add("--seed", o.seed, "Seed of initialisation and shuffling").show_default();
 }
 
 // When the run stops and evaluates, and on what data.
-void add_schedule_and_data_options(CLI::App& app, TrainerOptions& o) {
-  app.add_option("--max-steps", o.schedule.max_steps, "Stop after this many steps (0: no limit)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  app.add_option("--eval-every", o.schedule.eval_every,
-                 "Also evaluate every N steps, into the report's history (0: at epoch ends only)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  app.add_option("--time-budget", o.schedule.time_budget,
-                 "Stop at the first evaluation after this many seconds of training (0: no "
-                 "limit; evaluation time is not counted)")
-      ->check(kFinite)
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  app.add_option("--train-subset", o.data.train_subset,
-                 "Train on the first N training samples only (0: all)")
-      ->capture_default_str();
-  app.add_option("--test-subset", o.data.test_subset,
-                 "Evaluate on the first N test samples (0: all)")
-      ->capture_default_str();
-  app.add_option("--data-dir", o.data.dir, "Folder of the Fashion-MNIST IDX files (.gz or plain)")
-      ->capture_default_str();
+void add_schedule_and_data_options(gw::cli::Parser& app, TrainerOptions& o) {
+  app.add("--max-steps", o.schedule.max_steps, "Stop after this many steps (0: no limit)")
+      .non_negative()
+      .show_default();
+  app.add("--eval-every", o.schedule.eval_every,
+          "Also evaluate every N steps, into the report's history (0: at epoch ends only)")
+      .non_negative()
+      .show_default();
+  app.add("--time-budget", o.schedule.time_budget,
+          "Stop at the first evaluation after this many seconds of training (0: no "
+          "limit; evaluation time is not counted)")
+      .finite()
+      .non_negative()
+      .show_default();
+  app.add("--train-subset", o.data.train_subset,
+          "Train on the first N training samples only (0: all)")
+      .show_default();
+  app.add("--test-subset", o.data.test_subset, "Evaluate on the first N test samples (0: all)")
+      .show_default();
+  app.add("--data-dir", o.data.dir, "Folder of the Fashion-MNIST IDX files (.gz or plain)")
+      .show_default();
 }
 
 // The files the run writes and reads back.
-void add_file_options(CLI::App& app, TrainerOptions& o) {
-  app.add_option("--report", o.output.report_path, "Write a JSON report here (rank 0)");
-  app.add_option("--save-params", o.output.save_params_path,
-                 "Write the final parameters here (rank 0; float32, for comparisons)");
-  app.add_option("--checkpoint", o.checkpoint.path,
-                 "Write a checkpoint here every --checkpoint-every steps and at the end of the "
-                 "run, one file per rank ({rank} in the path is replaced by the rank, else "
-                 ".rank<r> is appended); the one before is kept as <file>.prev "
-                 "(docs/CHECKPOINT.md)");
-  app.add_option("--checkpoint-every", o.checkpoint.every,
-                 "Also write the checkpoint every N steps (0: at the end of the run only)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  app.add_option("--resume", o.checkpoint.resume_path,
-                 "Continue the run checkpointed at this path (named as for --checkpoint) from "
-                 "the newest step every rank has; only --epochs, --max-steps, --time-budget, "
-                 "--eval-every, --checkpoint-every and the paths may differ from that run");
+void add_file_options(gw::cli::Parser& app, TrainerOptions& o) {
+  app.add("--report", o.output.report_path, "Write a JSON report here (rank 0)");
+  app.add("--save-params", o.output.save_params_path,
+          "Write the final parameters here (rank 0; float32, for comparisons)");
+  app.add("--checkpoint", o.checkpoint.path,
+          "Write a checkpoint here every --checkpoint-every steps and at the end of the "
+          "run, one file per rank ({rank} in the path is replaced by the rank, else "
+          ".rank<r> is appended); the one before is kept as <file>.prev "
+          "(docs/CHECKPOINT.md)");
+  app.add("--checkpoint-every", o.checkpoint.every,
+          "Also write the checkpoint every N steps (0: at the end of the run only)")
+      .non_negative()
+      .show_default();
+  app.add("--resume", o.checkpoint.resume_path,
+          "Continue the run checkpointed at this path (named as for --checkpoint) from "
+          "the newest step every rank has; only --epochs, --max-steps, --time-budget, "
+          "--eval-every, --checkpoint-every and the paths may differ from that run");
 }
 
 // What rank 0 prints. `no_progress`: --no-progress.
-void add_print_options(CLI::App& app, TrainerOptions& o, bool* no_progress) {
-  app.add_option("--print-config", o.output.print_config,
-                 "Print every GRADWIRE_* parameter with its value and source, then exit")
-      ->expected(0, 1)
-      ->default_str("table")
-      ->check(CLI::IsMember({"table", "markdown"}));
+void add_print_options(gw::cli::Parser& app, TrainerOptions& o, bool* no_progress) {
+  app.add("--print-config", o.output.print_config,
+          "Print every GRADWIRE_* parameter with its value and source, then exit")
+      .value_optional("table")
+      .one_of({"table", "markdown"});
   app.add_flag("--no-progress", *no_progress,
                "No progress on stderr: neither the live bar nor the --progress-every lines");
-  app.add_option("--progress-every", o.output.progress_every,
-                 "When stderr is not a terminal, a plain progress line on it at most every this "
-                 "many seconds, instead of the live bar (0: none; the evaluation and epoch lines "
-                 "remain)")
-      ->check(kFinite)
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
+  app.add("--progress-every", o.output.progress_every,
+          "When stderr is not a terminal, a plain progress line on it at most every this "
+          "many seconds, instead of the live bar (0: none; the evaluation and epoch lines "
+          "remain)")
+      .finite()
+      .non_negative()
+      .show_default();
 }
 
 // The combinations CLI11 cannot check: an error message on stderr, or "".
@@ -140,7 +118,7 @@ std::string combination_error(const TrainerOptions& o) {
 
 std::optional<TrainerOptions> parse_command_line(int argc, char** argv, int* exit_code) {
   TrainerOptions o;
-  CLI::App app{
+  gw::cli::Parser app{
       "gradwire_train: the reference data-parallel trainer (Fashion-MNIST) on gradwire.\n"
       "Launch with mpirun; GRADWIRE_* environment variables select the strategies\n"
       "(--print-config lists them)."};
@@ -149,12 +127,10 @@ std::optional<TrainerOptions> parse_command_line(int argc, char** argv, int* exi
   add_schedule_and_data_options(app, o);
   add_file_options(app, o);
   add_print_options(app, o, &no_progress);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  if (const auto code = app.parse(argc, argv)) {
     // --help is 0; every bad command line is 2, as every other bad input (CLI11's own codes
     // differ by kind of mistake).
-    *exit_code = app.exit(e) == 0 ? 0 : kExitUsage;
+    *exit_code = *code == 0 ? 0 : kExitUsage;
     return std::nullopt;
   }
   if (app.count("--print-config") > 0 && o.output.print_config.empty()) {

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "cli/cli.h"
 #include "report_file.h"
 
 namespace {
@@ -37,11 +37,11 @@ bool check(const nlohmann::json& report, const std::string& spec, bool is_min) {
 int main(int argc, char** argv) {
   std::string path;
   std::vector<std::string> mins, maxs;
-  CLI::App app{"Check figures in a gradwire JSON report"};
-  app.add_option("report", path)->required();
-  app.add_option("--min", mins, "/json/pointer=value: the figure must be at least value");
-  app.add_option("--max", maxs, "/json/pointer=value: the figure must be at most value");
-  CLI11_PARSE(app, argc, argv);
+  gw::cli::Parser app{"Check figures in a gradwire JSON report"};
+  app.add("report", path).required();
+  app.add("--min", mins, "/json/pointer=value: the figure must be at least value");
+  app.add("--max", maxs, "/json/pointer=value: the figure must be at most value");
+  if (const auto code = app.parse(argc, argv)) return *code;
   nlohmann::json report;
   if (!load_report(path, &report)) return 2;
   bool ok = true;

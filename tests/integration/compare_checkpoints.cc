@@ -10,8 +10,7 @@
 #include <iterator>
 #include <string>
 
-#include <CLI/CLI.hpp>
-
+#include "cli/cli.h"
 #include "reference_trainer/app/checkpoint.h"
 
 namespace {
@@ -32,11 +31,11 @@ gw::trainer::Checkpoint read(const std::string& path) {
 int main(int argc, char** argv) {
   std::string a_path, b_path;
   bool with_time = false;
-  CLI::App app{"Compare two gradwire_train checkpoint files, section by section"};
-  app.add_option("a", a_path)->required();
-  app.add_option("b", b_path)->required();
+  gw::cli::Parser app{"Compare two gradwire_train checkpoint files, section by section"};
+  app.add("a", a_path).required();
+  app.add("b", b_path).required();
   app.add_flag("--with-time", with_time, "Compare the TIME section (clock readings) too");
-  CLI11_PARSE(app, argc, argv);
+  if (const auto code = app.parse(argc, argv)) return *code;
   try {
     const auto a = gw::trainer::checkpoint_sections(read(a_path));
     const auto b = gw::trainer::checkpoint_sections(read(b_path));

@@ -7,18 +7,17 @@
 #include <exception>
 #include <string>
 
-#include <CLI/CLI.hpp>
-
+#include "cli/cli.h"
 #include "reference_trainer/app/parameter_file.h"
 
 int main(int argc, char** argv) {
   std::string a_path, b_path;
   double max_rel = 1e-5;
-  CLI::App app{"Compare two gradwire parameter files"};
-  app.add_option("a", a_path)->required();
-  app.add_option("b", b_path)->required();
-  app.add_option("--max-rel-diff", max_rel)->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  gw::cli::Parser app{"Compare two gradwire parameter files"};
+  app.add("a", a_path).required();
+  app.add("b", b_path).required();
+  app.add("--max-rel-diff", max_rel).show_default();
+  if (const auto code = app.parse(argc, argv)) return *code;
   try {
     const auto a = gw::trainer::load_parameters(a_path);
     const auto b = gw::trainer::load_parameters(b_path);

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "cli/cli.h"
 #include "report_file.h"
 
 namespace {
@@ -102,13 +102,13 @@ bool check_ratio(const Reports& base, const Reports& run, const std::string& spe
 int main(int argc, char** argv) {
   std::string base_path, run_path;
   std::vector<std::string> drops, min_ratios, max_ratios;
-  CLI::App app{"Compare two gradwire JSON reports (a base run and another)"};
-  app.add_option("base", base_path)->required();
-  app.add_option("run", run_path)->required();
-  app.add_option("--max-drop", drops, "/ptr=v: base - run must be at most v");
-  app.add_option("--min-ratio", min_ratios, "/base/ptr:/run/ptr=v: base / run must be >= v");
-  app.add_option("--max-ratio", max_ratios, "/base/ptr:/run/ptr=v: base / run must be <= v");
-  CLI11_PARSE(app, argc, argv);
+  gw::cli::Parser app{"Compare two gradwire JSON reports (a base run and another)"};
+  app.add("base", base_path).required();
+  app.add("run", run_path).required();
+  app.add("--max-drop", drops, "/ptr=v: base - run must be at most v");
+  app.add("--min-ratio", min_ratios, "/base/ptr:/run/ptr=v: base / run must be >= v");
+  app.add("--max-ratio", max_ratios, "/base/ptr:/run/ptr=v: base / run must be <= v");
+  if (const auto code = app.parse(argc, argv)) return *code;
   Reports base, run;
   if (!load_all(base_path, &base) || !load_all(run_path, &run)) return 2;
   bool ok = true;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A lower layer never includes a higher one; CUB and Thrust only in kernels/ (and there only from
 # .cu files and the templates of kernels/thrust/); nccl.h only in plugin/comm/nccl/; cuBLAS and
-# cuDNN only in reference_trainer/gpu/; the pure strategy layers never include MPI or NCCL.
+# cuDNN only in reference_trainer/gpu/; CLI11 only in cli/; the pure strategy layers never include
+# MPI or NCCL.
 set -u
 root=$1; cd "$root" || exit 2
 fail=0
@@ -11,6 +12,7 @@ check() {  # check <folder> <regex of forbidden includes> <why>
   hits=$(grep -rnE "#include [<\"]($2)" "$1" --include='*.h' --include='*.cc' --include='*.cu' || true)
   if [ -n "$hits" ]; then echo "FAIL: $3:"; echo "$hits"; fail=1; fi
 }
+check cli "kernels/|plugin/|fusion/|compressors/|sync_policies/|amp/|reference_trainer/" "cli/ includes a layer"
 check common "kernels/|plugin/|fusion/|compressors/|sync_policies/|amp/|reference_trainer/" "common/ includes a layer"
 check kernels "plugin/|fusion/|compressors/|sync_policies/|amp/|reference_trainer/" "kernels/ includes a higher layer"
 for pure in fusion compressors sync_policies amp; do
@@ -46,6 +48,8 @@ only_under() {  # only_under <home folder> <regex of includes> <what>
 only_under kernels "cub/|thrust/" "CUB/Thrust"
 only_under plugin/comm/nccl "nccl\.h" "nccl.h"
 only_under reference_trainer/gpu "cublas|cudnn" "cuBLAS/cuDNN"
+# Note [One translation unit includes CLI11] (cli/cli.h).
+only_under cli "CLI/" "CLI11"
 # The ASan tree's leak suppressions name the C library's asprintf, for Open MPI's calls of it
 # (tests/sanitizers/lsan.supp): gradwire code must not call it, or its leaks would go unreported.
 hits=$(grep -rnwE "v?asprintf" . --include='*.h' --include='*.cc' --include='*.cu' --include='*.c' \
