@@ -47,25 +47,26 @@ set(GRADWIRE_SANITIZER_REPORT_REGEX
 set(GRADWIRE_SANITIZER_ENV "")    # NAME=value for every test of the tree
 set(GRADWIRE_SANITIZER_LINK "")   # what a program linking libgradwire must link with too
 
-# Note "Test code at -O0 in the sanitizer trees"
+# Note "Test code at -Og in the sanitizer trees"
 # The ASan and TSan trees compile gradwire's code -O1 (Note "Sanitizer trees"), and the code of the
-# tests -O0: tests/CMakeLists.txt calls gw_sanitizer_test_code() before its folders. A test's own
-# code is GoogleTest's macros and a few calls into gradwire, slow to compile instrumented and
-# optimised and quick to run either way; the time a test runs is spent in the code it tests, which
-# stays -O1. The instrumentation is the same at both levels, so every check stays. tests/kernels/
-# keeps -O1
-# (gw_sanitizer_test_code(OPTIMIZED)): its sources instantiate the device algorithms under
-# Thrust's OpenMP system, code under test that runs on millions of elements. The libFuzzer tree's
-# targets stay -O1: their speed is how many inputs a run tries.
+# tests -Og: tests/CMakeLists.txt calls gw_sanitizer_test_code() before its folders. A test's own
+# code is GoogleTest's macros and calls into gradwire, slow to compile instrumented at -O1; -Og
+# skips most of -O1's passes but keeps the inlining of small functions, so a test's loops over a
+# buffer (a vector's operator[], an iterator) stay about as quick as at -O1, where -O0 leaves a
+# call per element. The instrumentation is the same at every level, so every check stays. Two
+# folders keep -O1 (gw_sanitizer_test_code(OPTIMIZED)): tests/kernels/, whose sources instantiate
+# the device algorithms under Thrust's OpenMP system, code under test that runs on millions of
+# elements; and tests/integration/, whose tools read whole checkpoints, reports and parameter
+# files. The libFuzzer tree's targets stay -O1: their speed is how many inputs a run tries.
 macro(gw_sanitizer_test_code)
   if(GRADWIRE_SANITIZE MATCHES "^(address|thread)$")
     if("${ARGN}" STREQUAL "OPTIMIZED")
-      # CMake drops a repeated option, so the -O0 inherited from the folder above goes instead.
+      # CMake drops a repeated option, so the -Og inherited from the folder above goes instead.
       get_directory_property(gw_options COMPILE_OPTIONS)
-      list(REMOVE_ITEM gw_options "$<$<COMPILE_LANGUAGE:C,CXX>:-O0>")
+      list(REMOVE_ITEM gw_options "$<$<COMPILE_LANGUAGE:C,CXX>:-Og>")
       set_directory_properties(PROPERTIES COMPILE_OPTIONS "${gw_options}")
     else()
-      add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:-O0>")
+      add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:-Og>")
     endif()
   endif()
 endmacro()
