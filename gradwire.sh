@@ -415,12 +415,13 @@ cmd_results() {
 # Note "Sanitizer builds beside the suites"
 # setup --all installs what --mpi mpich and --sanitize would too; build --sanitize=LIST builds the
 # trees test --sanitize would, and tests nothing. .ci/run installs everything first, then builds
-# the TSan and libFuzzer trees while the Open MPI tree builds and the two suites run, at SCHED_IDLE
-# (chrt --idle): their compilers get a core only when nothing else wants it, which the suites leave
-# free whenever their ranks start, wait on a file or sleep. A test's process preempts them at once;
-# what the suites still lose is the caches and memory bandwidth the compilers share (CI's timing
-# reports give both figures), and what is left unbuilt when the suites end builds alone. Their phases are marked beside (STAGE_BESIDE) and left out of the
-# table's total; "wait for the builds beside" is what the run waited for them.
+# the ASan tree while the Open MPI tree builds and its suite runs, and the TSan and libFuzzer trees
+# while the ASan suite runs, at SCHED_IDLE (chrt --idle): their compilers get a core only when
+# nothing else wants it, which a suite leaves free whenever its ranks start, wait on a file or
+# sleep. A test's process preempts them at once; what the suites still lose is the caches and
+# memory bandwidth the compilers share (CI's timing reports give both figures). What is left of
+# the ASan build when the Open MPI suite ends builds at normal priority. Their phases are marked
+# beside (STAGE_BESIDE) and left out of the table's total; the waits for them are phases of it.
 cmd_setup_command() {
   [ "${1:-}" != --all ] || set -- "${MPICH_PACKAGES[@]}" "${SANITIZE_PACKAGES[@]}" "${@:2}"
   phase install cmd_setup "$@"
