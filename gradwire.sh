@@ -63,7 +63,7 @@ NP=${NP:-4}
 
 PACKAGES=(build-essential cmake pkg-config openmpi-bin libopenmpi-dev libopenblas-dev zlib1g-dev
           libcli11-dev nlohmann-json3-dev googletest libgtest-dev libgmock-dev libbenchmark-dev
-          dataset-fashion-mnist iproute2 python3 gnuplot-nox ccache)
+          libdeflate-dev dataset-fashion-mnist iproute2 python3 gnuplot-nox ccache)
 # MPICH beside Open MPI (./gradwire.sh test --mpi mpich); Open MPI stays the system's default MPI.
 MPICH_PACKAGES=(mpich libmpich-dev)
 MPICH_CONFIG=(-DMPI_C_COMPILER=mpicc.mpich -DMPI_CXX_COMPILER=mpicxx.mpich

@@ -401,6 +401,47 @@ TEST(IdxReaderTest, GzipTrailerCutShortIsTruncated) {
   EXPECT_THAT(message, HasSubstr("truncated gzip stream"));
 }
 
+// A gzip file read whole (Note [Whole-file decoding], idx_reader.cc) or streamed reads the same
+// bytes: its members concatenated, in order.
+TEST(IdxReaderTest, GzipMembersAreReadInOrder) {
+  TempDir dir;
+  const Bytes pixels = random_bytes(8 * 10 * 10, 5);
+  const Bytes whole = idx_images(8, 10, 10, pixels);
+  const Bytes first(whole.begin(), whole.begin() + 300);
+  const Bytes rest(whole.begin() + 300, whole.end());
+  write_gzip(dir.file("a.gz"), first);
+  write_gzip(dir.file("b.gz"), rest);
+  Bytes joined = read_raw(dir.file("a.gz"));
+  const Bytes second = read_raw(dir.file("b.gz"));
+  joined.insert(joined.end(), second.begin(), second.end());
+  const std::string path = dir.file("images.gz");
+  write_plain(path, joined);
+  EXPECT_EQ(load_idx_images(path).pixels, pixels);
+}
+
+// Data that compresses far beyond the decoder's first buffer (its trailer's length capped at 16
+// times the file's size) is read whole all the same.
+TEST(IdxReaderTest, HighlyCompressibleGzipIsReadWhole) {
+  TempDir dir;
+  const std::string path = dir.file("images.gz");
+  const Bytes pixels(300 * 256 * 256, 0);
+  write_gzip(path, idx_images(300, 256, 256, pixels));
+  ASSERT_LT(read_raw(path).size() * 64, pixels.size());
+  EXPECT_EQ(load_idx_images(path).pixels, pixels);
+}
+
+TEST(IdxReaderTest, GzipLengthMismatchIsAZlibError) {
+  TempDir dir;
+  const std::string path = dir.file("labels.gz");
+  write_gzip(path, idx_labels({1, 2, 3}));
+  Bytes bytes = read_raw(path);
+  bytes[bytes.size() - 4] ^= 0x01;  // the trailer's length, modulo 2^32
+  write_plain(path, bytes);
+  const std::string message = data_error_of([&] { load_idx_labels(path); });
+  EXPECT_THAT(message, HasSubstr(path));
+  EXPECT_THAT(message, HasSubstr("corrupt gzip stream (zlib: incorrect length check)"));
+}
+
 // --- Dataset and Fashion-MNIST
 // --------------------------------------------------------------------
 
@@ -545,8 +586,8 @@ TEST(FashionMnistTest, LoadingTheFirstSamplesEqualsTakingThemAfterwards) {
   EXPECT_EQ(first.test.images, whole.test.images);
   EXPECT_EQ(first.test.labels, whole.test.labels);
   try {
-    load_idx_dataset(dir.file("train-images-idx3-ubyte.gz"),
-                     dir.file("train-labels-idx1-ubyte.gz"), 6);
+    load_idx_dataset(dir.file("train-images-idx3-ubyte.gz"), dir.file("train-labels-idx1-ubyte.gz"),
+                     6);
     ADD_FAILURE() << "expected std::invalid_argument";
   } catch (const std::invalid_argument& e) {
     EXPECT_THAT(std::string(e.what()),
