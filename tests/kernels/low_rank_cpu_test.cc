@@ -118,7 +118,12 @@ TEST(LowRankCpu, ProductsMatchInOrderReferenceBitForBit) {
     std::size_t rows, cols, rank;
   };
   for (const Shape s :
-       {Shape{1, 1, 1}, Shape{7, 3, 2}, Shape{3, 7, 4}, Shape{64, 33, 5}, Shape{100, 257, 3}}) {
+       {Shape{1, 1, 1}, Shape{7, 3, 2}, Shape{3, 7, 4}, Shape{64, 33, 5}, Shape{100, 257, 3},
+        // The loops' cases (Note [Fast loops in the documented order]): each rank that has its
+        // own instantiation, at row counts around the project block's; the run-time rank at the
+        // largest the block holds, and above it.
+        Shape{19, 1030, 1}, Shape{8, 40, 2}, Shape{17, 9, 4}, Shape{16, 11, 8}, Shape{9, 5, 64},
+        Shape{3, 4, 65}}) {
     SCOPED_TRACE(std::to_string(s.rows) + " x " + std::to_string(s.cols) + ", rank " +
                  std::to_string(s.rank));
     const std::vector<float> m = normal_floats(s.rows * s.cols, 1);
