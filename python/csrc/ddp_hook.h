@@ -1,0 +1,93 @@
+// The state behind gradwire's DDP communication hook (python/gradwire/torch.py): one gradwire
+// compressor over the model's parameters, a BucketExchange per DDP bucket, and the collectives on
+// the process group DDP uses (ProcessGroupCommunicator), counted like every gradwire exchange.
+//
+// Note [The DDP hook's state]
+// Compressor state (residuals, DGC's momentum and accumulator, PowerSGD's Q) is keyed by the
+// parameter's index in the model's parameter order, never by DDP's bucket: DDP rebuilds its
+// buckets after the first iteration (and may again), and a bucket then holds other parameters at
+// other offsets. A bucket is known by the parameters it holds, in order; a composition seen for the
+// first time gets the next bucket index and its own BucketExchange, and its layout is compared
+// across ranks (one small allgather) before anything of it is sent, so a rank whose buckets
+// differ fails on every rank with the layouts named instead of hanging in a collective. A step is
+// every bucket from the first after the previous step's last (GradBucket.is_last()) on; the
+// compressor's begin_step sees 0, 1, 2, ... as under gradwire's own optimizer, so warm-ups
+// (GRADWIRE_DGC_RAMPUP_*, GRADWIRE_POWERSGD_START_STEP) count the same steps.
+//
+// What DDP expects back is the average over ranks. gradwire's exchange leaves sums (and the
+// average for an fp16 dense part, whose wire divides first): the sums are divided by the world
+// size per tensor afterwards, except under `none`, where the buffer is divided first and summed
+// in place, as DDP's own allreduce does, which gives the same bits.
+#pragma once
+
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compressors/compressor.h"
+#include "plugin/comm/counting_communicator.h"
+#include "plugin/compressor_factory.h"
+#include "plugin/config/config.h"
+#include "plugin/exchange/bucket_exchange.h"
+
+namespace gw::torch_bridge {
+
+class DdpHook {
+ public:
+  // `numels` and `rows`: every parameter's element count and leading dimension (0 for a vector),
+  // in the model's parameter order. `settings`: GRADWIRE_* values that override the environment.
+  // `momentum`, `nesterov`: dgc's momentum correction (the optimizer then runs without momentum).
+  // Collective: every rank constructs it, and the configurations must agree (a ConfigError on
+  // every rank naming the differing keys otherwise).
+  DdpHook(c10::intrusive_ptr<c10d::ProcessGroup> group, std::vector<std::int64_t> numels,
+          std::vector<std::int64_t> rows, const std::map<std::string, std::string>& settings,
+          double momentum, bool nesterov);
+
+  // One DDP bucket: `buffer`, its flat gradients; `parameters`, the index of each of its tensors
+  // in memory order; `last`, whether it is the step's last bucket. Afterwards `buffer` holds the
+  // average over ranks. Collective.
+  void exchange(const at::Tensor& buffer, const std::vector<std::int64_t>& parameters, bool last);
+
+  std::string compressor() const { return compressor_->name(); }
+  std::int64_t step() const { return step_; }
+  int world_size() const { return comm_->size(); }
+  // Bytes this rank has sent for gradients, by Note [What the counters count], and the step from
+  // which the exchange has its steady-state size (after warm-up).
+  std::uint64_t gradient_bytes_sent() const;
+  std::int64_t warmup_end_step() const { return compressor_->warmup_end_step(); }
+  // What the compressor keeps of parameter p for later steps (topk: the residual; dgc: the
+  // accumulated velocity; powersgd: the error-feedback residual); empty for none and fp16.
+  std::vector<float> kept(std::int64_t p) const;
+
+  // The whole state (step, compressor state) as bytes, and back: a resumed run continues exactly.
+  std::string save_state() const;
+  void load_state(const std::string& bytes);
+
+ private:
+  struct Bucket {
+    std::size_t index = 0;
+    std::vector<compressors::TensorSlot> tensors;
+    std::size_t numel = 0;
+    std::unique_ptr<BucketExchange> exchange;
+  };
+  Bucket& bucket_for(const std::vector<std::int64_t>& parameters);
+  void end_step() {
+    ++step_;
+    in_step_ = false;
+  }
+
+  config::Config config_;
+  CompressorSettings settings_;
+  std::vector<std::size_t> numels_, rows_;
+  std::unique_ptr<CountingCommunicator> comm_;
+  std::unique_ptr<compressors::Compressor> compressor_;
+  std::map<std::vector<std::int64_t>, Bucket> buckets_;
+  std::int64_t step_ = 0;
+  bool in_step_ = false;
+};
+
+}  // namespace gw::torch_bridge
