@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # gradwire's one entry point: ./gradwire.sh setup|build|demo|test|bench|gpu-check|readme-table|results
 #
-#   setup [--all] apt-get install what is missing (Debian 12; as root or with sudo); --all: also
-#                 what --mpi mpich and --sanitize install
+#   setup [--all|--torch] apt-get install what is missing (Debian 12; as root or with sudo);
+#                 --all: also what --mpi mpich and --sanitize install; --torch: PyPI's torch alone
 #   build [--sanitize=LIST [--mpi mpich] | CMAKE ARGS]  configure and build into ./build (Release);
 #                 CUDA kernels too when nvcc is found; --sanitize: the sanitizer trees test
 #                 --sanitize would build, built and not run
@@ -74,9 +74,9 @@ SANITIZE_PACKAGES=(clang libclang-rt-14-dev)
 
 log() { printf '\033[1m[gradwire]\033[0m %s\n' "$*"; }
 
-# phase NAME COMMAND...: runs COMMAND, notes how long it took (in PHASE_FILE, and in the file
-# STAGE_TIMES names, for .ci/run's table) and returns its status. tools/phase_times.py prints them.
-PHASE_FILE=""  # made by the first phase
+# phase NAME COMMAND...: runs COMMAND, notes how long it took (in PHASE_FILE, made by the first
+# phase, and in STAGE_TIMES's file for .ci/run's table), returns its status; tools/phase_times.py.
+PHASE_FILE=""
 trap 'stop_stress; [ -z "$PHASE_FILE" ] || rm -f "$PHASE_FILE"' EXIT
 phase() {
   local name=$1 start=$SECONDS rc=0 file
@@ -339,6 +339,7 @@ cmd_test() {
     [ "$selected" = 1 ] || args+=(-LE accuracy)
   else
     phase install cmd_setup
+    phase "install torch" "$ROOT/tools/install_torch.sh"  # the PyTorch bridge's (python/)
     # The CUDA kernels compile wherever nvcc is (Note "The demo builds what it runs"); where no
     # GPU can run them, the compile is the check: to PTX for one architecture (90-virtual), the
     # whole of nvcc's front end and device code generation, without ptxas's machine code.
@@ -423,6 +424,7 @@ cmd_results() {
 # the ASan build when the Open MPI suite ends builds at normal priority. Their phases are marked
 # beside (STAGE_BESIDE) and left out of the table's total; the waits for them are phases of it.
 cmd_setup_command() {
+  [ "${1:-}" != --torch ] || { phase "install torch" "$ROOT/tools/install_torch.sh"; return; }
   [ "${1:-}" != --all ] || set -- "${MPICH_PACKAGES[@]}" "${SANITIZE_PACKAGES[@]}" "${@:2}"
   phase install cmd_setup "$@"
 }
@@ -435,8 +437,7 @@ cmd_build_command() {
 
 case "${1:-}" in
   setup) shift; cmd_setup_command "$@" ;;
-  # Its own script (tools/gpu_check.sh --help), which keeps gpu-check's exit codes.
-  gpu-check) shift; exec "$ROOT/tools/gpu_check.sh" "$@" ;;
+  gpu-check) shift; exec "$ROOT/tools/gpu_check.sh" "$@" ;;  # its --help; its exit codes
   build) shift; cmd_build_command "$@" ;;
   demo) shift; cmd_demo "$@" ;;
   test) shift; cmd_test "$@" ;;

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs PyPI's torch into the python3 on PATH where that Python cannot import it yet: what the
+# PyTorch bridge (python/, gradwire.torch) builds against in ./build and its tests (tests/python)
+# run with. PyPI's torch is its CUDA build, about 3 GB: minutes of download. GRADWIRE_NO_TORCH=1
+# skips it (the bridge is then not built and its tests report skipped).
+set -euo pipefail
+say() { printf '\033[1m[gradwire]\033[0m torch: %s\n' "$*"; }
+if [ "${GRADWIRE_NO_TORCH:-0}" = 1 ]; then
+  say "not installed (GRADWIRE_NO_TORCH=1)"
+elif version=$(python3 -c 'import torch; print(torch.__version__)' 2>/dev/null); then
+  say "$version present"
+else
+  say "pip install torch (PyPI) into $(command -v python3)"
+  python3 -m pip install --quiet --no-input --disable-pip-version-check 'torch>=2.4' numpy
+fi
