@@ -106,15 +106,16 @@ DdpHook::Bucket& DdpHook::bucket_for(const std::vector<std::int64_t>& parameters
   auto found = buckets_.find(parameters);
   if (found != buckets_.end()) return found->second;
   Bucket b;
-  b.index = buckets_.size();
-  std::string text = "bucket[" + std::to_string(b.index) + "]=";
+  compressors::BucketView& v = b.view;
+  v.index = buckets_.size();
+  std::string text = "bucket[" + std::to_string(v.index) + "]=";
   for (std::int64_t p : parameters) {
     if (p < 0 || static_cast<std::size_t>(p) >= numels_.size()) {
       throw std::invalid_argument("DdpHook: parameter index " + std::to_string(p) +
                                   " is not one of the model's " + std::to_string(numels_.size()));
     }
-    b.tensors.push_back({static_cast<std::size_t>(p), b.numel, numels_[p]});
-    b.numel += numels_[p];
+    v.tensors.push_back({static_cast<std::size_t>(p), v.numel, numels_[p]});
+    v.numel += numels_[p];
     text += std::to_string(p) + " ";
   }
   // Every rank meets a new composition at the same bucket of the same step; they must agree.
@@ -132,16 +133,17 @@ void DdpHook::exchange(const at::Tensor& buffer, const std::vector<std::int64_t>
                                 buffer.device().str());
   }
   Bucket& b = bucket_for(parameters);
-  if (static_cast<std::size_t>(buffer.numel()) != b.numel) {
-    throw std::invalid_argument("gradwire's DDP hook: bucket " + std::to_string(b.index) +
+  compressors::BucketView& view = b.view;
+  if (static_cast<std::size_t>(buffer.numel()) != view.numel) {
+    throw std::invalid_argument("gradwire's DDP hook: bucket " + std::to_string(view.index) +
                                 " holds " + std::to_string(buffer.numel()) +
-                                " elements, but its parameters have " + std::to_string(b.numel));
+                                " elements, but its parameters have " + std::to_string(view.numel));
   }
   if (!in_step_) {
     compressor_->begin_step(step_);
     in_step_ = true;
   }
-  compressors::BucketView view{b.index, buffer.data_ptr<float>(), b.numel, b.tensors};
+  view.data = buffer.data_ptr<float>();
   // Under none the bucket is scaled by 1/n first and summed in place, DDP's own order
   // (Note [The DDP hook's state]); a compressor sees the gradients themselves.
   const bool none = compressor_->kind() == compressors::Kind::kNone;
@@ -152,7 +154,7 @@ void DdpHook::exchange(const at::Tensor& buffer, const std::vector<std::int64_t>
     return;
   }
   auto average = [&](std::size_t pos) {
-    const compressors::TensorSlot& t = b.tensors[pos];
+    const compressors::TensorSlot& t = view.tensors[pos];
     buffer.narrow(0, static_cast<std::int64_t>(t.offset), static_cast<std::int64_t>(t.numel))
         .div_(comm_->size());
   };

@@ -69,9 +69,7 @@ class DdpHook {
 
  private:
   struct Bucket {
-    std::size_t index = 0;
-    std::vector<compressors::TensorSlot> tensors;
-    std::size_t numel = 0;
+    compressors::BucketView view;  // its data pointer set at each exchange
     std::unique_ptr<BucketExchange> exchange;
   };
   Bucket& bucket_for(const std::vector<std::int64_t>& parameters);

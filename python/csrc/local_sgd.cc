@@ -73,7 +73,7 @@ bool LocalSgd::after_step(const std::vector<at::Tensor>& parameters, double loss
   std::int64_t offset = 0;
   for (const at::Tensor& p : parameters) {
     at::NoGradGuard no_grad;
-    const_cast<at::Tensor&>(p).copy_(flat.narrow(0, offset, p.numel()).view(p.sizes()));
+    p.copy_(flat.narrow(0, offset, p.numel()).view(p.sizes()));
     offset += p.numel();
   }
   policy_.averaged(step, policy_.needs_loss() ? mean_loss[0] : 1.0, lr);

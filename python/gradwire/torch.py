@@ -116,12 +116,17 @@ class HookState:
         return indices
 
 
-def _gradwire_hook(state, bucket):
-    buffer = bucket.buffer()
-    state._hook.exchange(buffer, state._bucket_parameters(bucket), bucket.is_last())
+def _completed(buffer):
+    """The future DDP expects, already holding `buffer`: the work ran inside the hook."""
     future = torch.futures.Future()
     future.set_result(buffer)
     return future
+
+
+def _gradwire_hook(state, bucket):
+    buffer = bucket.buffer()
+    state._hook.exchange(buffer, state._bucket_parameters(bucket), bucket.is_last())
+    return _completed(buffer)
 
 
 def hook(model, process_group=None, *, momentum=0.0, nesterov=False, **settings):
@@ -190,9 +195,7 @@ class LocalSGD:
 def _local_sgd_hook(local, bucket):
     buffer = bucket.buffer()
     if not local._local.exchanges_gradients:
-        future = torch.futures.Future()
-        future.set_result(buffer)
-        return future
+        return _completed(buffer)
     buffer.div_(dist.get_world_size(local._group))
     return dist.all_reduce(buffer, group=local._group, async_op=True).get_future().then(
         lambda fut: fut.value()[0])
