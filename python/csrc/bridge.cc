@@ -3,7 +3,7 @@
 // layout, bad arguments) or RuntimeError (a peer's payload, a collective), with gradwire's
 // message. Every call that runs a collective releases the GIL while it waits: the process group
 // may need it to finish other work (a future's Python callback) on its own threads.
-#include <torch/extension.h>
+#include <torch/python.h>
 
 #include <map>
 #include <string>

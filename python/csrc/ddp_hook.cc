@@ -11,6 +11,7 @@
 #include "plugin/config/registry.h"
 #include "plugin/config_check.h"
 #include "process_group_communicator.h"
+#include "settings.h"
 
 namespace gw::torch_bridge {
 namespace {
@@ -32,9 +33,8 @@ const std::map<std::string, std::string>& unsupported() {
   return kUnsupported;
 }
 
-config::Config read_config(const std::map<std::string, std::string>& settings) {
-  config::Config c = config::Config::from_environment();
-  for (const auto& [key, value] : settings) c.set(key, value);
+config::Config hook_config(const std::map<std::string, std::string>& settings) {
+  config::Config c = settings_config(settings);
   const config::Config defaults;
   for (const auto& [key, instead] : unsupported()) {
     if (c.text(key) != defaults.text(key)) {
@@ -71,7 +71,7 @@ std::string layout_text(const std::vector<std::size_t>& numels,
 DdpHook::DdpHook(c10::intrusive_ptr<c10d::ProcessGroup> group, std::vector<std::int64_t> numels,
                  std::vector<std::int64_t> rows, const std::map<std::string, std::string>& settings,
                  double momentum, bool nesterov)
-    : config_(read_config(settings)),
+    : config_(hook_config(settings)),
       settings_(read_compressor_settings(config_)),
       numels_(to_sizes(numels, "numels")),
       rows_(to_sizes(rows, "rows")) {

@@ -10,15 +10,10 @@
 #include "plugin/config_check.h"
 #include "plugin/sync_settings.h"
 #include "process_group_communicator.h"
+#include "settings.h"
 
 namespace gw::torch_bridge {
 namespace {
-
-config::Config read_config(const std::map<std::string, std::string>& settings) {
-  config::Config c = config::Config::from_environment();
-  for (const auto& [key, value] : settings) c.set(key, value);
-  return c;
-}
 
 sync_policies::SyncOptions local_options(const config::Config& c) {
   const SyncSettings s = read_sync_settings(c);
@@ -40,7 +35,7 @@ sync_policies::SyncOptions local_options(const config::Config& c) {
 LocalSgd::LocalSgd(c10::intrusive_ptr<c10d::ProcessGroup> group,
                    const std::map<std::string, std::string>& settings)
     : policy_([&] {
-        const config::Config c = read_config(settings);
+        const config::Config c = settings_config(settings);
         config_text_ = c.canonical();
         return local_options(c);
       }()) {

@@ -5,7 +5,7 @@
 
 `all` runs every case in one set of processes (torch is imported once per rank). Exits 77 (CTest: skipped) where torch or gradwire's extension cannot be imported. Each case runs
 in RANKS processes that share a FileStore; every rank checks and a failure on any rank fails the
-test (torch.multiprocessing.spawn re-raises it).
+test (torch.multiprocessing re-raises it).
 """
 import datetime
 import os
@@ -297,7 +297,10 @@ def main():
         sys.exit("usage: ddp_hook_test.py {all,%s} RANKS" % ",".join(sorted(CASES)))
     case, world = sys.argv[1], int(sys.argv[2])
     with tempfile.TemporaryDirectory() as tmp:
-        mp.spawn(run, args=(world, case, os.path.join(tmp, "store")), nprocs=world, join=True)
+        # fork: each rank starts from this process, torch already imported, instead of importing
+        # it again in a fresh interpreter (spawn); nothing here has started a thread yet.
+        mp.start_processes(run, args=(world, case, os.path.join(tmp, "store")), nprocs=world,
+                           join=True, start_method="fork")
 
 
 if __name__ == "__main__":
