@@ -24,6 +24,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from lowband import report as rep  # noqa: E402
 from lowband import strategies  # noqa: E402
+from lowband import torch_runs  # noqa: E402
 from lowband.cluster import (LATENCY, Cluster, cleanup_leftovers,  # noqa: E402
                              namespaces_unavailable)
 from lowband.common import (EXIT_ERROR, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_SKIP,  # noqa: E402
@@ -334,6 +335,9 @@ def run_rate(args, launcher, cluster, table, report, rate, rundir, outdir):
         log(f"probe (unshaped): {p['bytes'] / 1e6:.2f} MB allreduce "
             f"{p['mpi_allreduce_seconds']:.4f} s")
     for strategy in [] if args.probe_only else args.strategy_list:
+        if strategy in torch_runs.STRATEGIES:  # the PyTorch example: no exchange variants
+            report["runs"].append(torch_runs.train(args, cluster, strategy, rate, rundir, outdir))
+            continue
         for exchange in args.exchange_list or [None]:
             report["runs"].append(run_strategy(args, launcher, cluster, table[strategy], strategy,
                                                exchange, rate, rundir, outdir))
@@ -352,12 +356,18 @@ def exit_code(report, args):
 
 def main(argv):
     table = strategies.load()
-    args = parse_args(argv, list(table))
+    args = parse_args(argv, list(table) + list(torch_runs.STRATEGIES))
     if args.rerender:
         return rerender(args.rerender)
     if args.cleanup:
         return cleanup()
     mpi = check_programs(args)
+    why = any(s in torch_runs.STRATEGIES for s in args.strategy_list) and \
+        torch_runs.unavailable(args.bin)
+    if why:
+        raise HarnessError(f"the torch:* strategies run examples/pytorch with gradwire.torch, "
+                           f"which cannot be imported here ({why}): ./gradwire.sh setup --torch, "
+                           f"then build")
     if not args.no_shaping:
         why = namespaces_unavailable()
         if why:

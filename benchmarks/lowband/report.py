@@ -207,10 +207,13 @@ def base_strategy(run):
 
 
 def add_comparisons(runs):
-    """speedup_vs_dense: dense's time to target / this run's, at the same rate (and exchange);
+    """speedup_vs_dense: dense's (torch:ddp's for torch:*) time to target / this run's, at the
+    same rate (and exchange);
     vs_flat for @hier runs."""
     for run in runs:
-        dense = next((d for d in runs if base_strategy(d) == "dense" and
+        # The PyTorch example's runs (torch:*) against DDP's own allreduce.
+        baseline = "torch:ddp" if run["strategy"].startswith("torch:") else "dense"
+        dense = next((d for d in runs if base_strategy(d) == baseline and
                       d.get("exchange") == run.get("exchange") and
                       d["rate_mbit"] == run["rate_mbit"] and "error" not in d), None)
         run["vs_flat"] = None

@@ -128,7 +128,12 @@ lifecycle)
   echo "ok: leftovers refused and cleaned; SIGINT removes the job and the namespaces"
   ;;
 smoke)
-  "${harness[@]}" --hosts 2 --rates 100 --strategies dgc --epochs 1 --train-subset 4096 \
+  # With the PyTorch bridge built in this tree, the PyTorch example's run beside (torch:dgc).
+  strategies=dgc
+  if PYTHONPATH="$bin/../python" python3 -c 'import gradwire.torch' 2> /dev/null; then
+    strategies=dgc,torch:dgc
+  fi
+  "${harness[@]}" --hosts 2 --rates 100 --strategies "$strategies" --epochs 1 --train-subset 4096 \
     --test-subset 1000 --probe-bytes 4194304 --target-accuracy 0.5 \
     --report "$work/report.json"
   rc=$?
@@ -154,6 +159,14 @@ smoke)
   if command -v gnuplot > /dev/null; then
     [ -s "$work/report.png" ] || fail "gnuplot is here but no plot was drawn"
     head -c 8 "$work/report.png" | od -c | grep -q "P   N   G" || fail "the plot is not a PNG"
+  fi
+  if [ "$strategies" = dgc,torch:dgc ]; then
+    "$bin/gradwire_check_report" "$work/report.json" --min /runs/1/final_test_accuracy=0.3 \
+      --min /runs/1/gradient_bytes_per_step=1 --min /runs/1/samples_per_second=1 \
+      --min /runs/1/host_link_bytes_per_step_max=1 --min /runs/1/history/0/exchange_bytes=1 ||
+      fail "the PyTorch example's figures"
+    grep -q "^| torch:dgc | " "$work/report.md" || fail "no torch:dgc row in the Markdown report"
+    echo "ok: the PyTorch example (torch:dgc) ran on the shaped cluster beside gradwire_train"
   fi
   echo "ok: shaped 2-host run, shaping in force, report and plot complete"
   ;;
