@@ -1,6 +1,11 @@
 #include "cli/cli.h"
 
+#include <charconv>
 #include <cmath>
+#include <limits>
+#include <string>
+#include <system_error>
+#include <type_traits>
 #include <utility>
 
 #include <CLI/CLI.hpp>
@@ -20,7 +25,43 @@ const CLI::Validator& finite_validator() {
   return validator;
 }
 
+// Note [Whole numbers read exactly]
+// CLI11 reads "-1" into an unsigned option as its wrap-around and clamps a number past the type's
+// end to the end, silently. Every integer option therefore checks its text first: a base-10
+// whole number (an optional sign, digits only) that T holds exactly, else CLI11's error for the
+// option with the range it accepts.
+template <typename T>
+CLI::Validator whole_number_validator() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        T value{};
+        const char* first = text.data();
+        const char* last = first + text.size();
+        if (first != last && *first == '+') ++first;
+        const auto [end, ec] = std::from_chars(first, last, value);
+        if (ec == std::errc() && end == last && first != last) return "";
+        return "'" + text + "' is not a whole number from " +
+               std::to_string(std::numeric_limits<T>::min()) + " to " +
+               std::to_string(std::numeric_limits<T>::max());
+      },
+      "INTEGER");
+}
+
+const CLI::Validator& non_empty_validator() {
+  static const CLI::Validator validator(
+      [](std::string& text) -> std::string {
+        return text.empty() ? "an empty value: name a file (or leave the option out)" : "";
+      },
+      "NONEMPTY");
+  return validator;
+}
+
 }  // namespace
+
+Option& Option::non_empty() {
+  option_->check(non_empty_validator());
+  return *this;
+}
 
 Option& Option::required() {
   option_->required();
@@ -74,7 +115,9 @@ Parser::~Parser() = default;
 
 template <typename T>
 Option Parser::add(const std::string& name, T& value, const std::string& description) {
-  return Option(app_->add_option(name, value, description));
+  CLI::Option* option = app_->add_option(name, value, description);
+  if constexpr (std::is_integral_v<T>) option->check(whole_number_validator<T>());
+  return Option(option);
 }
 template Option Parser::add<std::string>(const std::string&, std::string&, const std::string&);
 template Option Parser::add<int>(const std::string&, int&, const std::string&);

@@ -39,6 +39,8 @@ class Option {
   Option& positive();
   // A finite number: CLI11 reads "nan" and "inf" as numbers, and its range checks let NaN through.
   Option& finite();
+  // The value may not be empty (a path: `--report ''`, or `--report "$UNSET"`, is an error).
+  Option& non_empty();
   // The option may stand without a value; `shown` is the default --help names.
   Option& value_optional(const std::string& shown);
 
@@ -54,7 +56,8 @@ class Parser {
   Parser& operator=(const Parser&) = delete;
 
   // `name`: "--name" for an option, "name" for a positional argument. T: std::string, an integer
-  // (int, std::int64_t, std::uint64_t, std::size_t), double or std::vector<std::string>.
+  // (int, std::int64_t, std::uint64_t, std::size_t; read exactly:
+  // Note [Whole numbers read exactly]), double or std::vector<std::string>.
   template <typename T>
   Option add(const std::string& name, T& value, const std::string& description = "");
   void add_flag(const std::string& name, bool& value, const std::string& description);

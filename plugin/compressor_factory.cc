@@ -16,6 +16,19 @@ CompressorSettings read_compressor_settings(const config::Config& config) {
   CompressorSettings s;
   const std::string& compressor = config.get_string(keys::kCompressor);
   s.automatic = compressor == "auto";
+  // GRADWIRE_AUTO_* steer auto's choice only: set without it, they are refused as every setting
+  // that has no effect under the chosen strategy is (AMP's without GRADWIRE_AMP, local SGD's
+  // under another GRADWIRE_SYNC).
+  if (!s.automatic && config.get_string(keys::kSync) != "auto") {
+    for (const char* key : {keys::kAutoCandidates, keys::kAutoMaxAccuracyDrop,
+                            keys::kAutoAccuracyFile, keys::kAutoCheckSteps}) {
+      if (config.source(key) != config::Source::kDefault) {
+        throw config::ConfigError(std::string(key) + "=" + config.text(key) +
+                                  " has no effect without auto: set " + keys::kCompressor +
+                                  "=auto (or " + keys::kSync + "=auto), or unset " + key);
+      }
+    }
+  }
   s.kind = s.automatic ? compressors::Kind::kNone : compressors::parse_kind(compressor);
   s.sparsify.sparsity = config.get_float_list(keys::kDgcSparsity);
   s.sparsify.rampup_begin_step = config.get_int(keys::kDgcRampupBeginStep);

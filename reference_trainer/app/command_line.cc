@@ -65,19 +65,22 @@ void add_schedule_and_data_options(gw::cli::Parser& app, TrainerOptions& o) {
   app.add("--test-subset", o.data.test_subset, "Evaluate on the first N test samples (0: all)")
       .show_default();
   app.add("--data-dir", o.data.dir, "Folder of the Fashion-MNIST IDX files (.gz or plain)")
+      .non_empty()
       .show_default();
 }
 
 // The files the run writes and reads back.
 void add_file_options(gw::cli::Parser& app, TrainerOptions& o) {
-  app.add("--report", o.output.report_path, "Write a JSON report here (rank 0)");
+  app.add("--report", o.output.report_path, "Write a JSON report here (rank 0)").non_empty();
   app.add("--save-params", o.output.save_params_path,
-          "Write the final parameters here (rank 0; float32, for comparisons)");
+          "Write the final parameters here (rank 0; float32, for comparisons)")
+      .non_empty();
   app.add("--checkpoint", o.checkpoint.path,
           "Write a checkpoint here every --checkpoint-every steps and at the end of the "
           "run, one file per rank ({rank} in the path is replaced by the rank, else "
           ".rank<r> is appended); the one before is kept as <file>.prev "
-          "(docs/CHECKPOINT.md)");
+          "(docs/CHECKPOINT.md)")
+      .non_empty();
   app.add("--checkpoint-every", o.checkpoint.every,
           "Also write the checkpoint every N steps (0: at the end of the run only)")
       .non_negative()
@@ -85,7 +88,8 @@ void add_file_options(gw::cli::Parser& app, TrainerOptions& o) {
   app.add("--resume", o.checkpoint.resume_path,
           "Continue the run checkpointed at this path (named as for --checkpoint) from "
           "the newest step every rank has; only --epochs, --max-steps, --time-budget, "
-          "--eval-every, --checkpoint-every and the paths may differ from that run");
+          "--eval-every, --checkpoint-every and the paths may differ from that run")
+      .non_empty();
 }
 
 // What rank 0 prints. `no_progress`: --no-progress.

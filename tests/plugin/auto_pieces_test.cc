@@ -12,6 +12,9 @@
 #include "plugin/auto/link_probe.h"
 #include "plugin/auto/measured.h"
 #include "plugin/auto/trials.h"
+#include "plugin/compressor_factory.h"
+#include "plugin/config/config.h"
+#include "plugin/config/params.h"
 #include "plugin/config/registry.h"
 
 namespace gw {
@@ -182,8 +185,7 @@ TEST(AutoAccuracyTable, AFileReplacesItAndItsMistakesAreNamed) {
       EXPECT_NE(what.find(part), std::string::npos) << what;
     }
   };
-  const std::string entry =
-      R"("parameter": 0, "drop_points": 1, "seeds": 1, "strategy": "s")";
+  const std::string entry = R"("parameter": 0, "drop_points": 1, "seeds": 1, "strategy": "s")";
   refused("{", "not JSON");
   refused(R"({"entries": 3})", "no \"entries\" array");
   refused(R"({"entries": [{"candidate": "zip", )" + entry + "}]}", "entry 0: 'candidate'");
@@ -193,11 +195,33 @@ TEST(AutoAccuracyTable, AFileReplacesItAndItsMistakesAreNamed) {
   refused(R"({"entries": [{"candidate": "dgc", "parameter": -1, "drop_points": 1, "seeds": 1,
              "strategy": "s"}]})",
           "'parameter' must be a whole number");
-  refused(R"({"entries": [{"candidate": "dgc", )" + entry + R"(}, {"candidate": "dgc", )" +
-              entry + "}]}",
+  refused(R"({"entries": [{"candidate": "dgc", )" + entry + R"(}, {"candidate": "dgc", )" + entry +
+              "}]}",
           "entry 1: a second entry for dgc");
   EXPECT_THROW(AccuracyTable::from_file("/nonexistent/auto_accuracy.json"), config::ConfigError);
 }
 
 }  // namespace
+// GRADWIRE_AUTO_* without auto have no effect, and are refused as AMP's are without AMP.
+TEST(AutoSettings, RefusedWithoutAuto) {
+  namespace keys = config::keys;
+  for (const char* key : {keys::kAutoCandidates, keys::kAutoMaxAccuracyDrop,
+                          keys::kAutoAccuracyFile, keys::kAutoCheckSteps}) {
+    config::Config c;
+    c.set(keys::kCompressor, "dgc");
+    c.set(key, std::string(key) == keys::kAutoCandidates ? "bogus" : "1");
+    try {
+      read_compressor_settings(c);
+      ADD_FAILURE() << key << " without auto was accepted";
+    } catch (const config::ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string(key) + "=" + c.text(key) +
+                                           " has no effect without auto"),
+                std::string::npos)
+          << e.what();
+    }
+    c.set(keys::kCompressor, "auto");
+    if (std::string(key) != keys::kAutoCandidates) EXPECT_NO_THROW(read_compressor_settings(c));
+  }
+}
+
 }  // namespace gw

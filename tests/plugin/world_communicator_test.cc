@@ -176,6 +176,38 @@ TEST(WorldBackend, RanksAskingForDifferentBackendsFailTogether) {
   }
 }
 
+// Note [Settings that shape a communicator]: ranks that differ on how the world communicator is
+// built fail together, before any collective that depends on the setting, and stay in step.
+TEST(WorldCommunicator, RanksDifferingOnASettingThatShapesItFailTogether) {
+  if (world_size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  struct Case {
+    const char* key;
+    const char* on_rank_0;
+    const char* elsewhere;
+  };
+  for (const Case& c : {Case{config::keys::kHierarchical, "0", "1"},
+                        Case{config::keys::kHierarchyLocalSize, "0", "2"},
+                        Case{config::keys::kMpiWait, "block", "yield"}}) {
+    config::Config config;
+    config.set(c.key, rank == 0 ? c.on_rank_0 : c.elsewhere);
+    try {
+      make_mpi_world_communicator(config);
+      ADD_FAILURE() << c.key << " differing across ranks was accepted";
+    } catch (const config::ConfigError& e) {
+      EXPECT_TRUE(e.same_on_every_rank());
+      EXPECT_EQ(std::string(e.what()),
+                std::string(c.key) + " differs across ranks (rank 0 '" + c.on_rank_0 +
+                    "', rank 1 '" + c.elsewhere +
+                    "'): it shapes the world communicator, which every rank must build alike. "
+                    "Set the same value on every rank");
+    }
+  }
+  const std::unique_ptr<Communicator> comm = make_mpi_world_communicator(config::Config{});
+  comm->barrier();  // still in step
+}
+
 // Note [Host buffers beside NCCL]: host buffers, and blocks empty on some ranks, go to the host
 // communicator, with the results of its collectives. (Device buffers to the device communicator:
 // NcclGpu.WorldCommunicatorCarriesHostControlMessagesBesideNccl in comm_gpu_test.)

@@ -44,6 +44,31 @@ TEST(CommandLine, EveryBadCommandLineIsExitCodeTwoAndHelpIsZero) {
   ASSERT_TRUE(parse({"--lr", "0.1", "--time-budget", "1e3"}, &code).has_value());
 }
 
+// Note [Whole numbers read exactly]: no integer wraps or is clamped; an empty path is refused.
+TEST(CommandLine, IntegersOutOfRangeAndEmptyPathsAreRefused) {
+  int code = -1;
+  for (const std::vector<std::string>& bad : {std::vector<std::string>{"--seed", "-1"},
+                                              {"--seed", "18446744073709551616"},
+                                              {"--train-subset", "-5"},
+                                              {"--test-subset", "1e3"},
+                                              {"--max-steps", "12abc"},
+                                              {"--batch-size", "-32"},
+                                              {"--epochs", "99999999999"},
+                                              {"--report", ""},
+                                              {"--save-params", ""},
+                                              {"--checkpoint", ""},
+                                              {"--resume", ""},
+                                              {"--data-dir", ""}}) {
+    code = -1;
+    EXPECT_FALSE(parse(bad, &code).has_value()) << bad[0] << " " << bad[1];
+    EXPECT_EQ(code, 2) << bad[0] << " " << bad[1];
+  }
+  const auto largest = parse({"--seed", "18446744073709551615", "--max-steps", "7"}, &code);
+  ASSERT_TRUE(largest.has_value());
+  EXPECT_EQ(largest->seed, 18446744073709551615ULL);
+  EXPECT_EQ(largest->schedule.max_steps, 7);
+}
+
 TEST(CommandLine, ProgressEveryTakesNonNegativeSeconds) {
   int code = -1;
   EXPECT_EQ(parse({}, &code)->output.progress_every, 30.0);

@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <chrono>
@@ -10,7 +11,9 @@
 #include <exception>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "plugin/comm/mpi/mpi_communicator.h"
 #include "plugin/comm/mpi/node_groups.h"
@@ -186,6 +189,53 @@ std::unique_ptr<Communicator> make_mpi_world_communicator() {
   return make_mpi_world_communicator(config::Config::from_environment());
 }
 
+namespace {
+
+// Note [Settings that shape a communicator]
+// GRADWIRE_MPI_WAIT, GRADWIRE_HIERARCHICAL and GRADWIRE_HIERARCHY_LOCAL_SIZE decide which
+// collectives build the world communicator (a split into nodes or none, a duplicate) and how a rank
+// waits in them, as GRADWIRE_BACKEND decides between NCCL and MPI. Ranks that differ on one of them
+// would enter different collectives and wait there forever, before the full configuration check
+// (plugin/config_check.h) could compare them. So no collective whose shape depends on a setting
+// runs before the ranks have agreed on that setting: every rank's values go to every rank first, in
+// one allgather over MPI_COMM_WORLD whose shape depends on nothing (fixed-width text), and a
+// difference is the same ConfigError on every rank, naming the setting and both values.
+// (GRADWIRE_BACKEND is compared the same way, with the facts choose_world_backend gathers.)
+void agree_on_shaping_settings(const config::Config& config) {
+  constexpr const char* kKeys[] = {config::keys::kMpiWait, config::keys::kHierarchical,
+                                   config::keys::kHierarchyLocalSize};
+  constexpr int kCount = 3;
+  constexpr int kWidth = 32;
+  std::vector<char> mine(kCount * kWidth, '\0');
+  for (int k = 0; k < kCount; ++k) {
+    const std::string text = config.text(kKeys[k]);
+    std::copy_n(text.begin(), std::min<std::size_t>(text.size(), kWidth - 1), &mine[k * kWidth]);
+  }
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  std::vector<char> all(static_cast<std::size_t>(size) * mine.size());
+  if (MPI_Allgather(mine.data(), kCount * kWidth, MPI_CHAR, all.data(), kCount * kWidth, MPI_CHAR,
+                    MPI_COMM_WORLD) != MPI_SUCCESS) {
+    throw CommError("MPI_Allgather failed on rank " + std::to_string(MpiRuntime::world_rank()) +
+                    " while the ranks compared " + kKeys[0] + ", " + kKeys[1] + " and " + kKeys[2]);
+  }
+  for (int r = 1; r < size; ++r) {
+    for (int k = 0; k < kCount; ++k) {
+      const std::string first(&all[k * kWidth]);
+      const std::string other(&all[(static_cast<std::size_t>(r) * kCount + k) * kWidth]);
+      if (other == first) continue;
+      throw config::ConfigError(
+          std::string(kKeys[k]) + " differs across ranks (rank 0 '" + first + "', rank " +
+              std::to_string(r) + " '" + other +
+              "'): it shapes the world communicator, which every rank must build alike. Set the "
+              "same value on every rank",
+          config::ConfigError::SameOnEveryRank{});
+    }
+  }
+}
+
+}  // namespace
+
 // Note [Choosing the hierarchy]
 // GRADWIRE_HIERARCHICAL=auto takes the two-level allreduce (Note [Hierarchical allreduce]) when it
 // can only save network bytes: more than one node, more than one rank on each, the same number on
@@ -198,7 +248,8 @@ std::unique_ptr<Communicator> make_mpi_world_communicator() {
 std::unique_ptr<Communicator> make_mpi_world_communicator(const config::Config& config,
                                                           bool device_buffers,
                                                           HierarchyChoice* chosen) {
-  install_handlers();  // also for programs that start MPI themselves
+  install_handlers();                 // also for programs that start MPI themselves
+  agree_on_shaping_settings(config);  // Note [Settings that shape a communicator]
   const MpiWait wait = parse_mpi_wait(config.get_string(config::keys::kMpiWait));
   const std::string& setting = config.get_string(config::keys::kHierarchical);
   const auto local = static_cast<int>(config.get_int(config::keys::kHierarchyLocalSize));
