@@ -45,16 +45,44 @@ class Fd {
 
 std::string unique_suffix() { return ".tmp." + std::to_string(::getpid()); }
 
+// What check_writable's probe reserves for a moment: a few pages, so that a file system that is
+// full, or all but, fails the check.
+constexpr off_t kProbeBytes = off_t{64} << 10;
+
+// Note [Outputs that are not files]
+// A report or parameters path may name a character device or a FIFO (/dev/null, a pipe to
+// another program): those are written in place, never replaced: renaming a temporary file over
+// /dev/null, as root, would put a regular file where the system's device was. A checkpoint is
+// rotated (the current file becomes .prev), which a device cannot be: it must name a regular file
+// or nothing yet. Any other kind (a folder, a socket, a block device) is refused.
+bool written_in_place(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode));
+}
+
 }  // namespace
 
-void check_writable(const std::string& path, const char* option) {
+void check_writable(const std::string& path, const char* option, bool rotated) {
   const std::string accepted =
-      " (accepted: a file path in an existing folder that this process can write)";
+      rotated ? " (accepted: a regular file path in an existing folder that this process can "
+                "write)"
+              : " (accepted: a file path in an existing folder that this process can write, or "
+                "a character device or FIFO, written in place)";
   if (path.empty())
     throw config::ConfigError(std::string(option) + ": the path is empty" + accepted);
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-    throw config::ConfigError(std::string(option) + ": '" + path + "' is a folder" + accepted);
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    const bool in_place = S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode);
+    if (in_place && !rotated) {
+      // A FIFO is not opened here: without a reader that would block.
+      if (S_ISFIFO(st.st_mode) || ::access(path.c_str(), W_OK) == 0) return;
+      throw config::ConfigError(std::string(option) + ": cannot write '" + path +
+                                "': " + errno_text() + accepted);
+    }
+    const char* kind = S_ISDIR(st.st_mode) ? "a folder"
+                       : in_place          ? "a device or FIFO"
+                                           : "not a regular file";
+    throw config::ConfigError(std::string(option) + ": '" + path + "' is " + kind + accepted);
   }
   const std::string probe = path + ".probe" + unique_suffix();
   Fd fd(::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
@@ -62,8 +90,16 @@ void check_writable(const std::string& path, const char* option) {
     throw config::ConfigError(std::string(option) + ": cannot write '" + path +
                               "': " + errno_text() + accepted);
   }
+  // The probe also takes kProbeBytes of the disk, and gives them back: a full file system fails
+  // here, not after the training.
+  const int rc = ::posix_fallocate(fd.get(), 0, kProbeBytes);
   fd.close();
   ::unlink(probe.c_str());
+  if (rc == ENOSPC || rc == EDQUOT) {
+    throw config::ConfigError(std::string(option) + ": cannot write '" + path +
+                              "': " + std::strerror(rc) + " (no room for " +
+                              std::to_string(kProbeBytes >> 10) + " KiB in its folder)" + accepted);
+  }
 }
 
 std::string write_temporary(const std::string& path, const std::string& bytes) {
@@ -89,6 +125,11 @@ std::string write_temporary(const std::string& path, const std::string& bytes) {
 }
 
 void replace_with_temporary(const std::string& temporary, const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    ::unlink(temporary.c_str());
+    throw std::runtime_error("'" + path + "' is not a regular file: it is not replaced");
+  }
   if (::rename(temporary.c_str(), path.c_str()) != 0) {
     const std::string reason = errno_text();
     ::unlink(temporary.c_str());
@@ -101,7 +142,24 @@ void replace_with_temporary(const std::string& temporary, const std::string& pat
 }
 
 void write_file_atomically(const std::string& path, const std::string& bytes) {
-  replace_with_temporary(write_temporary(path, bytes), path);
+  if (!written_in_place(path)) {
+    replace_with_temporary(write_temporary(path, bytes), path);
+    return;
+  }
+  // Note [Outputs that are not files]
+  Fd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  const auto fail = [&](const char* doing) {
+    throw std::runtime_error(std::string(doing) + " '" + path + "': " + errno_text());
+  };
+  if (fd.get() < 0) fail("cannot open");
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd.get(), bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) fail("cannot write");
+    done += static_cast<std::size_t>(n);
+  }
+  if (!fd.close()) fail("cannot close");
 }
 
 }  // namespace gw::trainer

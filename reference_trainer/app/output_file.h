@@ -8,9 +8,12 @@
 namespace gw::trainer {
 
 // Throws config::ConfigError naming `option` and `path` when no file can be created at `path`:
-// its folder is missing or not writable, or `path` is a folder. Creates and removes a probe file
-// beside it; leaves an existing file at `path` untouched.
-void check_writable(const std::string& path, const char* option);
+// its folder is missing or not writable, its file system is full, or `path` is a folder. Creates
+// and removes a probe file beside it (holding a few pages for a moment); leaves an existing file at
+// `path` untouched. A character device or FIFO at `path` is accepted (written in place by
+// write_file_atomically) unless the file is `rotated`, as a checkpoint is
+// (Note [Outputs that are not files]).
+void check_writable(const std::string& path, const char* option, bool rotated = false);
 
 // Writes `bytes` to a temporary file in `path`'s folder and flushes it to the disk (fsync);
 // returns the temporary file's name. Throws std::runtime_error naming the path on failure, after
@@ -18,10 +21,12 @@ void check_writable(const std::string& path, const char* option);
 std::string write_temporary(const std::string& path, const std::string& bytes);
 
 // Renames `temporary` (from write_temporary) to `path`, replacing what was there in one step,
-// then flushes the folder. Throws std::runtime_error naming both on failure.
+// then flushes the folder. Throws std::runtime_error naming both on failure, and when `path` is
+// there but not a regular file (which is never replaced).
 void replace_with_temporary(const std::string& temporary, const std::string& path);
 
-// Both: `path` holds either its previous contents or `bytes`, whatever happens in between.
+// Both: `path` holds either its previous contents or `bytes`, whatever happens in between. A
+// character device or FIFO at `path` is written in place instead, never replaced.
 void write_file_atomically(const std::string& path, const std::string& bytes);
 
 }  // namespace gw::trainer

@@ -83,9 +83,12 @@ std::string describe_magic(std::uint32_t magic) {
 // file over the size limits, a build without libdeflate) is read again through zlib's streaming
 // reader below, whose diagnostics (a truncated header or payload, the gzip stream ending early, a
 // corrupt stream) are the reader's errors either way. Where both succeed they yield the same
-// bytes: the concatenated members. Memory stays bounded by what the file holds: the decode buffer
-// starts at the last member's recorded length (capped at kMaxHintRatio times the compressed size)
-// and doubles only while libdeflate reports it short, up to kMaxDecodedBytes.
+// bytes: the concatenated members. One case zlib's reader misses: a trailer cut off where a read
+// ended exactly at the data's end (gzread then reports the end of the file, not an error); so a
+// file libdeflate refused as bad data is refused even when zlib reads it to its end. Memory stays
+// bounded by what the file holds: the decode buffer starts at the last member's recorded length
+// (capped at kMaxHintRatio times the compressed size) and doubles only while libdeflate reports it
+// short, up to kMaxDecodedBytes.
 constexpr std::size_t kMaxDecodedBytes = kMaxIdxPayloadBytes + 16;  // the largest header + payload
 constexpr std::size_t kMaxHintRatio = 16;
 
@@ -101,17 +104,20 @@ bool read_whole_file(const std::string& path, std::size_t limit, std::vector<std
   return file.gcount() == static_cast<std::streamsize>(out.size()) && file.peek() == EOF;
 }
 
-// The concatenated members of the gzip file `in`, decoded whole, or false.
-// See Note [Whole-file decoding].
-bool decode_gzip_whole([[maybe_unused]] const std::vector<std::uint8_t>& in,
-                       [[maybe_unused]] std::vector<std::uint8_t>& out) {
+enum class WholeGzip { kDecoded, kBadData, kNotDecoded };
+
+// The concatenated members of the gzip file `in`, decoded whole into `out`; kBadData where
+// libdeflate refused a member as damaged, kNotDecoded where it could not try (too short, too
+// large, no libdeflate). See Note [Whole-file decoding].
+WholeGzip decode_gzip_whole([[maybe_unused]] const std::vector<std::uint8_t>& in,
+                            [[maybe_unused]] std::vector<std::uint8_t>& out) {
 #if GRADWIRE_HAVE_LIBDEFLATE
-  if (in.size() < 18) return false;  // a gzip member's header and trailer alone take 18 bytes
+  if (in.size() < 18) return WholeGzip::kNotDecoded;  // a member's header and trailer: 18 bytes
   struct Free {
     void operator()(libdeflate_decompressor* d) const { libdeflate_free_decompressor(d); }
   };
   const std::unique_ptr<libdeflate_decompressor, Free> decoder(libdeflate_alloc_decompressor());
-  if (!decoder) return false;
+  if (!decoder) return WholeGzip::kNotDecoded;
   const std::uint8_t* isize = in.data() + in.size() - 4;  // little-endian, modulo 2^32
   const std::size_t hint = std::uint32_t{isize[0]} | (std::uint32_t{isize[1]} << 8) |
                            (std::uint32_t{isize[2]} << 16) | (std::uint32_t{isize[3]} << 24);
@@ -127,14 +133,15 @@ bool decode_gzip_whole([[maybe_unused]] const std::vector<std::uint8_t>& in,
       out.resize(std::min(kMaxDecodedBytes, 2 * out.size()));
       continue;  // the same member again, into the larger buffer
     }
-    if (result != LIBDEFLATE_SUCCESS) return false;
+    if (result == LIBDEFLATE_BAD_DATA) return WholeGzip::kBadData;
+    if (result != LIBDEFLATE_SUCCESS) return WholeGzip::kNotDecoded;
     in_used += member_in;
     out_used += member_out;
   }
   out.resize(out_used);
-  return true;
+  return WholeGzip::kDecoded;
 #else
-  return false;
+  return WholeGzip::kNotDecoded;
 #endif
 }
 
@@ -263,6 +270,11 @@ class IdxInput {
       fail("truncated gzip stream after all " + std::to_string(file_bytes) +
            " data bytes: " + zlib_message());
     }
+    if (refused_as_bad_data_) {  // Note [Whole-file decoding]: zlib missed what libdeflate saw
+      fail("truncated gzip stream or damaged trailer after all " + std::to_string(file_bytes) +
+           " data bytes: the gzip trailer (CRC-32 and length) is missing or does not match "
+           "the data (libdeflate refused the file)");
+    }
   }
 
   // Reads a header of `bytes` bytes (magic first) and checks its magic. A wrong magic is reported
@@ -291,8 +303,9 @@ class IdxInput {
     const bool gzipped = file.size() >= 2 && file[0] == 0x1f && file[1] == 0x8b;
     if (!gzipped) {
       bytes_ = std::move(file);
-    } else if (!decode_gzip_whole(file, bytes_)) {
+    } else if (const WholeGzip got = decode_gzip_whole(file, bytes_); got != WholeGzip::kDecoded) {
       bytes_ = {};
+      refused_as_bad_data_ = got == WholeGzip::kBadData;
       return false;
     }
     whole_ = true;
@@ -317,8 +330,9 @@ class IdxInput {
 
   std::string path_;
   const char* kind_;
-  GzHandle file_;       // the streaming path
-  bool whole_ = false;  // read whole instead: bytes_ from offset_ on are unread
+  GzHandle file_;                     // the streaming path
+  bool whole_ = false;                // read whole instead: bytes_ from offset_ on are unread
+  bool refused_as_bad_data_ = false;  // libdeflate refused it as damaged: refused here too
   std::vector<std::uint8_t> bytes_;
   std::size_t offset_ = 0;
 };

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds a data folder whose training images file is cut short (or holds garbage), and checks that
+# Builds a data folder whose training images file is cut short, lacks its gzip trailer or holds
+# garbage (or a labels file is missing), and checks that
 # a 2-rank run stops with a clear data error, a non-zero exit and no hang.
 set -u
 bin=$1; mpiexec=$2; mode=$3; src=/usr/share/datasets/fashion-mnist
@@ -13,6 +14,8 @@ case "$mode" in
   magic)
     printf '\x00\x00\x08\x01garbage-after-wrong-magic' | gzip > "$work/train-images-idx3-ubyte.gz"
     expect='wrong magic' ;;
+  trailer)  # the gzip trailer (CRC-32 and length) cut off: the data itself is all there
+    truncate -s -8 "$work/train-images-idx3-ubyte.gz"; expect='' ;;
   missing)
     rm "$work/train-labels-idx1-ubyte.gz"; expect='' ;;
 esac

@@ -3,12 +3,15 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "plugin/config/registry.h"
 #include "tests/common/temp_dir.h"
@@ -59,6 +62,39 @@ TEST(CheckWritable, NamesTheOptionThePathAndWhatIsAccepted) {
             std::string::npos);
 }
 
+// Note [Outputs that are not files]: a character device or a FIFO is written in place and stays
+// what it is; a checkpoint (rotated) may not name one.
+TEST(WriteFileAtomically, WritesADeviceOrFifoInPlaceAndNeverReplacesIt) {
+  const gw::testing::TempDir temp("gw_output_file_test");
+  const std::string fifo = temp.str() + "/pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(config_error(fifo, "--report"), "");
+  std::string got;
+  std::thread reader([&] { got = read(fifo); });
+  write_file_atomically(fifo, "through the pipe");
+  reader.join();
+  EXPECT_EQ(got, "through the pipe");
+  struct stat st {};
+  ASSERT_EQ(::stat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode)) << "the FIFO was replaced";
+  try {
+    check_writable(fifo, "--checkpoint", /*rotated=*/true);
+    ADD_FAILURE() << "a checkpoint over a FIFO was accepted";
+  } catch (const config::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("--checkpoint: '" + fifo + "' is a device or FIFO"),
+              std::string::npos)
+        << e.what();
+  }
+  const std::string null = temp.str() + "/null";
+  if (::mknod(null.c_str(), S_IFCHR | 0666, makedev(1, 3)) != 0) {
+    GTEST_SKIP() << "mknod needs root: the device case is not run";
+  }
+  EXPECT_EQ(config_error(null, "--report"), "");
+  write_file_atomically(null, "into /dev/null's twin");
+  ASSERT_EQ(::stat(null.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode)) << "the device node was replaced by a regular file";
+}
+
 TEST(WriteFileAtomically, ReplacesTheWholeFileAndLeavesNoTemporary) {
   const gw::testing::TempDir temp("gw_output_file_test");
   const std::string dir = temp.str();
@@ -96,7 +132,9 @@ TEST(WriteFileAtomically, AFailedWriteLeavesThePreviousFile) {
     write_file_atomically(blocked, "x");
     ADD_FAILURE() << "renamed a file over a non-empty folder";
   } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot rename"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("is not a regular file: it is not replaced"),
+              std::string::npos)
+        << e.what();
   }
   struct stat st {};
   EXPECT_NE(::stat((blocked + ".tmp." + std::to_string(::getpid())).c_str(), &st), 0);

@@ -401,6 +401,18 @@ TEST(IdxReaderTest, GzipTrailerCutShortIsTruncated) {
   EXPECT_THAT(message, HasSubstr("truncated gzip stream"));
 }
 
+TEST(IdxReaderTest, GzipWithoutItsTrailerIsTruncated) {
+  TempDir dir;
+  const std::string path = dir.file("images.gz");
+  write_gzip(path, idx_images(64, 10, 10, random_bytes(64 * 10 * 10, 3)));
+  Bytes bytes = read_raw(path);
+  bytes.resize(bytes.size() - 8);  // the whole trailer (CRC-32 and length); all data is intact
+  write_plain(path, bytes);
+  const std::string message = data_error_of([&] { load_idx_images(path); });
+  EXPECT_THAT(message, HasSubstr(path));
+  EXPECT_THAT(message, HasSubstr("truncated gzip stream"));
+}
+
 // A gzip file read whole (Note [Whole-file decoding], idx_reader.cc) or streamed reads the same
 // bytes: its members concatenated, in order.
 TEST(IdxReaderTest, GzipMembersAreReadInOrder) {
