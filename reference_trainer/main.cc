@@ -54,7 +54,7 @@ constexpr int kExitDiverged = 3;
 void check_output_paths(const gw::trainer::TrainerOptions& options, int rank) {
   if (!options.checkpoint.path.empty()) {  // every rank writes its own
     gw::trainer::check_writable(gw::trainer::checkpoint_rank_path(options.checkpoint.path, rank),
-                                "--checkpoint");
+                                "--checkpoint", /*rotated=*/true);
   }
   if (rank != 0) return;  // rank 0 writes the report and the parameters
   if (!options.output.report_path.empty())
@@ -151,12 +151,30 @@ int run(const gw::trainer::TrainerOptions& options, const gw::config::Config& co
   // Every rank must train the same run (Note [Options that must agree across ranks]), and every
   // rank must be able to write what it will write, before the first step.
   gw::check_same_on_all_ranks(*comm, gw::trainer::agreed_options_canonical(options));
+  // The same options and data on every rank: a run too small for one global batch fails alike on
+  // every rank, said once, without an abort.
+  if (const std::size_t global = options.batch_size * static_cast<std::size_t>(comm->size());
+      data.train.size() < global) {
+    throw gw::config::ConfigError(
+        "--train-subset: " + std::to_string(data.train.size()) +
+            " training samples do not fill one global batch (--batch-size " +
+            std::to_string(options.batch_size) + " x " + std::to_string(comm->size()) +
+            " ranks = " + std::to_string(global) + " samples); accepted: 0 (all) or at least " +
+            std::to_string(global),
+        gw::config::ConfigError::SameOnEveryRank{});
+  }
   gw::agree_on_startup_errors(*comm, [&] { check_output_paths(options, comm->rank()); });
   const std::optional<gw::trainer::CheckpointGeneration> resume =
       agree_resume(options, config, data, *comm);
   print_configuration(config, *comm, backend, mpi_info);
+  gw::trainer::TrainerOptions run_options = options;
+  if (resume && !options.checkpoint.path.empty()) {  // Note [Checkpoint generations]
+    run_options.checkpoint.first_write_keeps_previous =
+        resume->path == gw::trainer::previous_generation(gw::trainer::checkpoint_rank_path(
+                            options.checkpoint.path, comm->rank()));
+  }
   const gw::trainer::TrainResult result = gw::trainer::train(
-      options, config, data, comm, resume ? &resume->checkpoint : nullptr, stream);
+      run_options, config, data, comm, resume ? &resume->checkpoint : nullptr, stream);
   if (comm->rank() == 0) write_outputs(options, config, result, backend, mpi_info);
   if (result.diverged) {
     // Every rank saw the same vote (Note [Diverged runs]) and stops here with the same code.

@@ -28,10 +28,19 @@ namespace gw::trainer {
 //   some rank is an error naming each rank's steps. A file that exists but cannot be read or
 //   fails a check is an error, even when the other generation would do: it is damage that the
 //   user should see, not a state a kill can leave.
-// - After such a resume, a rank may still hold a newer file that not every rank has; the
-//   resumed run's writes rotate it out. Until then it cannot be chosen unless every rank has the
-//   same step, and a step's state is a pure function of the run identity (the whole training is
-//   deterministic), so it would be the state the resumed run computes anyway.
+// - The invariant: the newest step that every rank has stays on disk on every rank until a newer
+//   step is on disk on every rank. A write keeps it because the ranks passed the previous write's
+//   agreement, so every rank's current file holds the previous write's step, which is the one
+//   rotated to .prev. After a resume that is not so: a rank that resumed from its .prev (its
+//   current file holds a newer step not every rank has) must keep that .prev, not rotate the
+//   newer file over it: a kill in the middle of the first write would otherwise leave no step on
+//   every rank (ranks at steps (30, 20) and (20, 10) resume from 20; rank 0's rotation would give
+//   (new, 30) beside (20, 10)). So that rank's first write replaces its current file and keeps
+//   .prev (CheckpointOptions::first_write_keeps_previous); later writes rotate as usual.
+// - After such a resume, a rank may still hold a newer file that not every rank has, until the
+//   first write replaces it. It cannot be chosen unless every rank has the same step, and a
+//   step's state is a pure function of the run identity (the whole training is deterministic),
+//   so it would be the state the resumed run computes anyway.
 // - A kill leaves the temporary file of an unfinished write (<file>.tmp.<pid>) behind; nothing
 //   reads it.
 
@@ -45,14 +54,16 @@ std::string previous_generation(const std::string& rank_path);
 // The two file-system halves of a write, for write_checkpoint and for tests. stage writes `bytes`
 // to a temporary file beside `rank_path`, flushed to the disk, and returns its name (on failure
 // it throws std::runtime_error and leaves nothing behind); commit renames `rank_path` (if there
-// is one) to its .prev, then `staged` to `rank_path`.
+// is one) to its .prev when it `rotate`s, then `staged` to `rank_path`.
 std::string stage_checkpoint(const std::string& rank_path, const std::string& bytes);
-void commit_checkpoint(const std::string& staged, const std::string& rank_path);
+void commit_checkpoint(const std::string& staged, const std::string& rank_path, bool rotate = true);
 
-// Writes this rank's checkpoint as the newest generation (Note [Checkpoint generations]).
-// Collective. When the write fails on any rank, every rank throws std::runtime_error (the failing
-// one with its reason) and the previous generations stay as they were.
-void write_checkpoint(Communicator& comm, const std::string& rank_path, const std::string& bytes);
+// Writes this rank's checkpoint as the newest generation (Note [Checkpoint generations]); without
+// `rotate`, the current file is replaced and .prev kept. Collective. When the write fails on any
+// rank, every rank throws std::runtime_error (the failing one with its reason) and the previous
+// generations stay as they were.
+void write_checkpoint(Communicator& comm, const std::string& rank_path, const std::string& bytes,
+                      bool rotate = true);
 
 // One generation of this rank's checkpoint, read and checked.
 struct CheckpointGeneration {

@@ -6,6 +6,7 @@ namespace gw::trainer {
 
 CheckpointSchedule::CheckpointSchedule(const CheckpointOptions& options, int rank)
     : file_(options.path.empty() ? "" : checkpoint_rank_path(options.path, rank)),
-      every_(options.every) {}
+      every_(options.every),
+      keeps_previous_(options.first_write_keeps_previous) {}
 
 }  // namespace gw::trainer

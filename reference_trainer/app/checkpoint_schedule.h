@@ -43,15 +43,19 @@ class CheckpointSchedule {
   }
 
   void resumed_from(std::int64_t step) { result_.resumed_from_step = step; }
+  // Whether the next write rotates the current file to .prev (Note [Checkpoint generations]).
+  bool rotates() const { return !keeps_previous_; }
   void written(std::int64_t step) {
     result_.last_step = step;
     ++result_.written;
+    keeps_previous_ = false;  // the current file now holds a step every rank has
   }
   const CheckpointResult& result() const { return result_; }
 
  private:
   std::string file_;
   std::int64_t every_;
+  bool keeps_previous_;
   CheckpointResult result_;
 };
 

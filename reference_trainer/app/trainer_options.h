@@ -36,6 +36,10 @@ struct CheckpointOptions {
   std::string path;         // empty: no checkpoints
   std::int64_t every = 0;   // also every this many steps (0: at the end of the run only)
   std::string resume_path;  // empty: start a new run
+  // Set by gradwire_train after the resume agreement: this rank resumed from the .prev of its own
+  // --checkpoint file, whose current file holds a step not every rank has; the first write
+  // replaces that file and keeps .prev (Note [Checkpoint generations]).
+  bool first_write_keeps_previous = false;
 };
 
 struct TrainerOptions {

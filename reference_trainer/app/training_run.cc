@@ -36,10 +36,15 @@ DistributedOptimizerOptions optimizer_options(const config::Config& config,
 // every step the ranks take the minimum over the ranks whose loss is not finite (the world size
 // when none), one 8-byte allreduce counted as control traffic. The run then ends as at a time
 // budget (the epoch's evaluation, the report with a "diverged" entry) and gradwire_train exits
-// with code 3 on every rank.
-// Returns the lowest rank whose loss is not finite, or -1.
-int first_diverged_rank(double loss, bool skipped_by_amp, Communicator& comm) {
-  std::int64_t rank = !std::isfinite(loss) && !skipped_by_amp ? comm.rank() : comm.size();
+// with code 3 on every rank. Under mixed precision a step that overflows is skipped instead, and
+// the scale backs off; but a scale at its floor that still overflows step after step
+// (kStuckSkips in a row) cannot back off any further, and that run has diverged too.
+constexpr std::int64_t kStuckSkips = 8;
+
+// Returns the lowest rank whose loss is not finite (or whose loss scale is stuck), or -1.
+int first_diverged_rank(double loss, bool skipped_by_amp, bool amp_stuck, Communicator& comm) {
+  const bool bad = (!std::isfinite(loss) && !skipped_by_amp) || amp_stuck;
+  std::int64_t rank = bad ? comm.rank() : comm.size();
   comm.allreduce(&rank, 1, DataType::kInt64, ReduceOp::kMin, TrafficKind::kControl);
   return rank < comm.size() ? static_cast<int>(rank) : -1;
 }
@@ -169,14 +174,19 @@ bool TrainingRun::step() {
   timer_.end(result_.steps, stream, optimizer_.last_exchange_ms());
   ++result_.steps;
   ++epoch_.steps_done;
-  const bool skipped = optimizer_.loss_scaler() != nullptr &&
-                       optimizer_.loss_scaler()->skipped_steps() > skipped_before;
-  if (const int bad = first_diverged_rank(loss, skipped, *comm_); bad >= 0) {
-    result_.diverged = Divergence{
-        result_.steps, "the training loss of rank " + std::to_string(bad) +
-                           " is not finite at step " + std::to_string(result_.steps - 1) +
-                           (comm_->rank() == bad ? " (" + std::to_string(loss) + ")" : "") +
-                           "; the run stopped there"};
+  const amp::LossScaler* scaler = optimizer_.loss_scaler();
+  const bool skipped = scaler != nullptr && scaler->skipped_steps() > skipped_before;
+  const bool stuck = skipped && scaler->at_floor() && scaler->consecutive_skips() >= kStuckSkips;
+  if (const int bad = first_diverged_rank(loss, skipped, stuck, *comm_); bad >= 0) {
+    const std::string at = " at step " + std::to_string(result_.steps - 1);
+    const std::string why =
+        stuck ? "the loss scale of rank " + std::to_string(bad) + " is at its floor (" +
+                    std::to_string(scaler->scale()) + ") and its last " +
+                    std::to_string(scaler->consecutive_skips()) +
+                    " steps overflowed and were skipped" + at
+              : "the training loss of rank " + std::to_string(bad) + " is not finite" + at +
+                    (comm_->rank() == bad ? " (" + std::to_string(loss) + ")" : "");
+    result_.diverged = Divergence{result_.steps, why + "; the run stopped there"};
     stop_ = true;
     return false;
   }
@@ -286,7 +296,9 @@ void TrainingRun::record_evaluation(const Evaluation& eval, double trained, doub
 
 void TrainingRun::save_checkpoint(double now) {
   const Checkpoint c = checkpoint_at(now);
-  traffic_.without([&] { write_checkpoint(*comm_, checkpoints_.file(), serialize_checkpoint(c)); });
+  traffic_.without([&] {
+    write_checkpoint(*comm_, checkpoints_.file(), serialize_checkpoint(c), checkpoints_.rotates());
+  });
   checkpoints_.written(result_.steps);
 }
 

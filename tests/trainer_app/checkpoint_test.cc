@@ -335,6 +335,27 @@ TEST_F(CheckpointFiles, ACommitKeepsThePreviousGenerationAndAFailedWriteChangesN
   EXPECT_EQ(read(previous_generation(path)), "two");
 }
 
+// Note [Checkpoint generations], the invariant: ranks at (30, 20) and (20, 10) resume from 20;
+// rank 0, which resumed from its .prev, replaces its current file at its first write and keeps
+// .prev, so a kill before rank 1's commit still leaves 20 on every rank. Rotating (as every write
+// did) would leave (new 30, 30) beside (20, 10): nothing to resume from.
+TEST_F(CheckpointFiles, AResumeFromPrevKeepsTheStepEveryRankHasThroughTheNextWrite) {
+  const std::string r0 = dir_ + "/ck.rank0", r1 = dir_ + "/ck.rank1";
+  for (const char* step : {"20", "30"}) commit_checkpoint(stage_checkpoint(r0, step), r0);
+  for (const char* step : {"10", "20"}) commit_checkpoint(stage_checkpoint(r1, step), r1);
+  const auto steps = [&](const std::string& p) {
+    return std::vector<std::int64_t>{std::stoll(read(p)), std::stoll(read(previous_generation(p)))};
+  };
+  ASSERT_EQ(newest_common_step({steps(r0), steps(r1)}), 20);
+  // The resumed run's first write at step 30, committed on rank 0, killed before rank 1's commit.
+  commit_checkpoint(stage_checkpoint(r0, "30"), r0, /*rotate=*/false);
+  EXPECT_EQ(steps(r0), (std::vector<std::int64_t>{30, 20}));
+  EXPECT_EQ(newest_common_step({steps(r0), steps(r1)}), 20);
+  // The same write rotating, as before the invariant: the step every rank had is gone.
+  commit_checkpoint(stage_checkpoint(r0, "30"), r0, /*rotate=*/true);
+  EXPECT_EQ(newest_common_step({steps(r0), steps(r1)}), -1);
+}
+
 TEST_F(CheckpointFiles, GenerationsAreReadCheckedAndNamed) {
   const std::string path = dir_ + "/ck.rank2";
   Checkpoint c = sample_checkpoint();
