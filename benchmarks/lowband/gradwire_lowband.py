@@ -228,22 +228,13 @@ def train(args, launcher, strategy, env, rate, rundir, outdir, cluster=None):
     before = cluster.qdisc_stats() if cluster else None
     rc = launcher.run(program, env, lpath, timeout=args.time_budget * 2 + 600, report=rpath)
     after = cluster.qdisc_stats() if cluster else None
-    if rc != 0 or not os.path.exists(rpath):
-        why = "timed out" if rc is None else f"exit {rc}"
-        log(f"{strategy}: FAILED ({why}); log tail:\n{tail(lpath)}")
-        return rep.failed_run_entry(strategy, rate, env, why, os.path.relpath(lpath, outdir))
-    with open(rpath) as f:
-        trainer = json.load(f)
-    run = rep.run_entry(strategy, rate, env, trainer,
-                        os.path.relpath(rpath, os.path.dirname(args.report)),
-                        os.path.relpath(lpath, outdir), args)
-    if cluster:
-        run.update(rep.host_link_bytes(before, after, args.hosts, run["steps"]))
-    log(f"{strategy}: acc {run['final_test_accuracy']:.4f}, target "
-        f"{rep.fmt(run['time_to_target_seconds'], '.1f', 'never')} s, "
-        f"{run['gradient_bytes_per_step']:,.0f} grad B/step, "
-        f"{run['samples_per_second']:,.0f} samples/s ({time.monotonic() - start:.0f} s)")
-    return run
+    return rep.collect_run(
+        strategy, rate, env, rc, rpath, lpath, outdir,
+        lambda r: rep.run_entry(strategy, rate, env, r,
+                                os.path.relpath(rpath, os.path.dirname(args.report)),
+                                os.path.relpath(lpath, outdir), args),
+        lambda steps: rep.host_link_bytes(before, after, args.hosts, steps) if cluster else {},
+        time.monotonic() - start)
 
 
 def write_outputs(report, args, rundir):

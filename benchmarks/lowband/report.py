@@ -1,12 +1,13 @@
 """The lowband report: its JSON (every field made here, Note [Lowband report fields]), what one
 run and one probe contribute to it, the comparisons with dense, the Markdown and the plot."""
 
+import json
 import os
 import platform
 import shutil
 
 from .cluster import Cluster
-from .common import HarnessError, log, sh
+from .common import HarnessError, log, sh, tail
 from .launch import launcher_version
 
 # TCP payload per Ethernet frame with a 1500-byte MTU and TCP timestamps: tbf counts whole frames.
@@ -196,6 +197,24 @@ def host_link_bytes(before, after, hosts, steps):
         return {"host_link_bytes_per_step_max": None, "host_link_bytes_per_step_mean": None}
     return {"host_link_bytes_per_step_max": max(sent) / steps,
             "host_link_bytes_per_step_mean": sum(sent) / hosts / steps}
+
+
+def collect_run(strategy, rate, env, rc, rpath, lpath, outdir, make_entry, link_bytes, seconds):
+    """A finished run's entry: its failed-run entry when it exited non-zero (rc None: timed out)
+    or wrote no report `rpath`, else make_entry(the report) with link_bytes(steps) added; logged
+    either way (`seconds`: the run's wall time)."""
+    if rc != 0 or not os.path.exists(rpath):
+        why = "timed out" if rc is None else f"exit {rc}"
+        log(f"{strategy}: FAILED ({why}); log tail:\n{tail(lpath)}")
+        return failed_run_entry(strategy, rate, env, why, os.path.relpath(lpath, outdir))
+    with open(rpath) as f:
+        run = make_entry(json.load(f))
+    run.update(link_bytes(run["steps"]))
+    log(f"{strategy}: acc {run['final_test_accuracy']:.4f}, target "
+        f"{fmt(run['time_to_target_seconds'], '.1f', 'never')} s, "
+        f"{run['gradient_bytes_per_step']:,.0f} grad B/step, "
+        f"{run['samples_per_second']:,.0f} samples/s ({seconds:.0f} s)")
+    return run
 
 
 def failed_run_entry(strategy, rate, env, error, log_path):

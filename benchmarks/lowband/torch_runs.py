@@ -5,7 +5,6 @@ DDP's own allreduce and built-in hooks (torch:ddp, torch:ddp-powersgd-r1, ...), 
 sit in one report beside gradwire_train's runs (docs/LOWBAND.md). The same torch compute on
 every side: only the exchange differs."""
 
-import json
 import os
 import signal
 import subprocess
@@ -14,7 +13,7 @@ import time
 
 from . import report as rep
 from .cluster import Cluster
-from .common import ROOT, log, tail
+from .common import ROOT, log
 
 EXAMPLE = os.path.join(ROOT, "examples", "pytorch", "train_fashion_mnist.py")
 PORT = "29517"
@@ -124,22 +123,16 @@ def train(args, cluster, strategy, rate, rundir, outdir):
         rc = wait_all(launch(args, cluster, strategy, env, rpath, logf),
                       args.time_budget * 2 + 600)
     after = cluster.qdisc_stats() if cluster else None
-    if rc != 0 or not os.path.exists(rpath):
-        why = "timed out" if rc is None else f"exit {rc}"
-        log(f"{strategy}: FAILED ({why}); log tail:\n{tail(lpath)}")
-        return rep.failed_run_entry(strategy, rate, env, why, os.path.relpath(lpath, outdir))
-    with open(rpath) as f:
-        r = json.load(f)
-    run = entry(strategy, rate, env, r, args)
-    run["trainer_report"] = os.path.relpath(rpath, os.path.dirname(args.report))
-    run["log"] = os.path.relpath(lpath, outdir)
-    if cluster:
-        run.update(rep.host_link_bytes(before, after, args.hosts, run["steps"]))
-    log(f"{strategy}: acc {run['final_test_accuracy']:.4f}, target "
-        f"{rep.fmt(run['time_to_target_seconds'], '.1f', 'never')} s, "
-        f"{run['gradient_bytes_per_step']:,.0f} grad B/step, "
-        f"{run['samples_per_second']:,.0f} samples/s ({time.monotonic() - start:.0f} s)")
-    return run
+
+    def make_entry(r):
+        run = entry(strategy, rate, env, r, args)
+        run["trainer_report"] = os.path.relpath(rpath, os.path.dirname(args.report))
+        run["log"] = os.path.relpath(lpath, outdir)
+        return run
+    return rep.collect_run(
+        strategy, rate, env, rc, rpath, lpath, outdir, make_entry,
+        lambda steps: rep.host_link_bytes(before, after, args.hosts, steps) if cluster else {},
+        time.monotonic() - start)
 
 
 def entry(strategy, rate, env, r, args):

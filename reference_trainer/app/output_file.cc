@@ -45,6 +45,18 @@ class Fd {
 
 std::string unique_suffix() { return ".tmp." + std::to_string(::getpid()); }
 
+// All of `bytes` to `fd`; false (errno set) on an error.
+bool write_all(int fd, const std::string& bytes) {
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
 // What check_writable's probe reserves for a moment: a few pages, so that a file system that is
 // full, or all but, fails the check.
 constexpr off_t kProbeBytes = off_t{64} << 10;
@@ -112,13 +124,7 @@ std::string write_temporary(const std::string& path, const std::string& bytes) {
   };
   Fd fd(::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (fd.get() < 0) fail("cannot create");
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd.get(), bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) fail("cannot write");
-    done += static_cast<std::size_t>(n);
-  }
+  if (!write_all(fd.get(), bytes)) fail("cannot write");
   if (::fsync(fd.get()) != 0) fail("cannot flush");
   if (!fd.close()) fail("cannot close");
   return temporary;
@@ -152,13 +158,7 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
     throw std::runtime_error(std::string(doing) + " '" + path + "': " + errno_text());
   };
   if (fd.get() < 0) fail("cannot open");
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd.get(), bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) fail("cannot write");
-    done += static_cast<std::size_t>(n);
-  }
+  if (!write_all(fd.get(), bytes)) fail("cannot write");
   if (!fd.close()) fail("cannot close");
 }
 
