@@ -19,7 +19,7 @@ std::string exact(double v) {
 
 // The model and how it learns.
 void add_training_options(gw::cli::Parser& app, TrainerOptions& o) {
-  app.add("--model", o.model, "Model to train").one_of({"mlp", "cnn"}).show_default();
+  app.add("--model", o.model, "Model to train").one_of({"mlp", "mlp-small", "cnn"}).show_default();
   app.add("--device", o.device,
           "Where each rank trains: cpu, or cuda (a GPU per rank: the local rank modulo the "
           "GPUs CUDA_VISIBLE_DEVICES leaves; ranks may share one)")

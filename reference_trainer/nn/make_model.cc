@@ -21,14 +21,15 @@ void add(std::vector<ModelLayer>& layers, const char* name, Args... args) {
   layers.push_back(ModelLayer{name, std::make_unique<L>(args...)});
 }
 
-std::unique_ptr<Model> make_mlp(std::uint64_t seed) {
+std::unique_ptr<Model> make_mlp(const char* kind, std::size_t hidden1, std::size_t hidden2,
+                                std::uint64_t seed) {
   std::vector<ModelLayer> layers;
-  add<Linear>(layers, "fc1", kImageSide * kImageSide, std::size_t{1024});
+  add<Linear>(layers, "fc1", kImageSide * kImageSide, hidden1);
   add<ReLU>(layers, "relu1");
-  add<Linear>(layers, "fc2", std::size_t{1024}, std::size_t{512});
+  add<Linear>(layers, "fc2", hidden1, hidden2);
   add<ReLU>(layers, "relu2");
-  add<Linear>(layers, "fc3", std::size_t{512}, kClasses);
-  return std::make_unique<Model>("mlp", Shape{kImageSide * kImageSide}, std::move(layers), seed);
+  add<Linear>(layers, "fc3", hidden2, kClasses);
+  return std::make_unique<Model>(kind, Shape{kImageSide * kImageSide}, std::move(layers), seed);
 }
 
 std::unique_ptr<Model> make_cnn(std::uint64_t seed) {
@@ -50,9 +51,11 @@ std::unique_ptr<Model> make_cnn(std::uint64_t seed) {
 }  // namespace
 
 std::unique_ptr<Model> make_model(const std::string& kind, std::uint64_t seed) {
-  if (kind == "mlp") return make_mlp(seed);
+  if (kind == "mlp") return make_mlp("mlp", 1024, 512, seed);
+  if (kind == "mlp-small") return make_mlp("mlp-small", 64, 32, seed);
   if (kind == "cnn") return make_cnn(seed);
-  throw std::invalid_argument("unknown model kind '" + kind + "' (expected one of: mlp, cnn)");
+  throw std::invalid_argument("unknown model kind '" + kind +
+                              "' (expected one of: mlp, mlp-small, cnn)");
 }
 
 }  // namespace gw::trainer

@@ -63,6 +63,17 @@ TEST(MakeModelTest, MlpLayoutAndSize) {
   EXPECT_NE(m->describe().find("1333770 parameters"), std::string::npos);
 }
 
+TEST(MakeModelTest, SmallMlpIsTheMlpNarrowed) {
+  const auto m = make_model("mlp-small", 1);
+  EXPECT_EQ(m->kind(), "mlp-small");
+  EXPECT_EQ(m->num_parameters(), 52650u);
+  const std::vector<std::size_t> sizes = {784 * 64, 64, 64 * 32, 32, 32 * 10, 10};
+  ASSERT_EQ(m->parameters().size(), sizes.size());
+  for (std::size_t i = 0; i < sizes.size(); ++i) EXPECT_EQ(m->parameters()[i].numel, sizes[i]);
+  EXPECT_NE(m->describe().find("fc1=Linear(784->64)"), std::string::npos);
+  EXPECT_THROW(make_model("mlp-tiny", 1), std::invalid_argument);
+}
+
 TEST(MakeModelTest, CnnLayoutAndSize) {
   const auto m = make_model("cnn", 1);
   EXPECT_EQ(m->num_parameters(), 215370u);
@@ -115,7 +126,7 @@ TEST(MakeModelTest, RejectsUnknownKind) {
     FAIL() << "expected std::invalid_argument";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("'rnn'"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("mlp, cnn"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("mlp, mlp-small, cnn"), std::string::npos) << e.what();
   }
 }
 
@@ -228,7 +239,7 @@ TEST_P(ModelContractTest, RejectsBadCalls) {
   EXPECT_THROW(m->bind_gradients(nulls), std::invalid_argument);
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, ModelContractTest, ::testing::Values("mlp", "cnn"));
+INSTANTIATE_TEST_SUITE_P(Kinds, ModelContractTest, ::testing::Values("mlp", "mlp-small", "cnn"));
 
 }  // namespace
 }  // namespace gw::trainer
