@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <sstream>
 #include <string>
 #include <system_error>
 #include <type_traits>
@@ -134,11 +135,16 @@ void Parser::add_flag(const std::string& name, bool& value, const std::string& d
   app_->add_flag(name, value, description);
 }
 
-std::optional<int> Parser::parse(int argc, char** argv) {
+std::optional<int> Parser::parse(int argc, char** argv, std::string* error) {
   try {
     app_->parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app_->exit(e);
+    if (error == nullptr || e.get_exit_code() == 0) return app_->exit(e);
+    std::ostringstream out;
+    const int code = app_->exit(e, out, out);
+    *error = out.str();
+    while (!error->empty() && error->back() == '\n') error->pop_back();
+    return code;
   }
   return std::nullopt;
 }

@@ -63,8 +63,9 @@ class Parser {
   void add_flag(const std::string& name, bool& value, const std::string& description);
 
   // Parses the command line. std::nullopt: go on; otherwise the program ends with CLI11's exit
-  // code: 0 after --help (printed), non-zero after a bad command line (its message on stderr).
-  std::optional<int> parse(int argc, char** argv);
+  // code: 0 after --help (printed), non-zero after a bad command line (its message on stderr, or
+  // in *error where error is given, for the program to print as it sees fit).
+  std::optional<int> parse(int argc, char** argv, std::string* error = nullptr);
   // How many times the option was given.
   std::size_t count(const std::string& name) const;
 

@@ -2,7 +2,7 @@
 //
 // Order matters: the command line, the GRADWIRE_* configuration and the data set are all checked
 // before MPI starts, so a bad input stops the program before anything is sent. An error on any
-// rank, before MPI starts (Note [Stopping before MPI starts]) or after
+// rank, before MPI starts (Note [One verdict on the input]) or after
 // (Note [Ending the job on an error]), ends every rank of the job, so no rank waits forever in
 // MPI_Init or in a collective.
 //
@@ -14,6 +14,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "kernels/stream.h"
@@ -44,10 +45,39 @@ constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
 constexpr int kExitDiverged = 3;
 
-// Before MPI starts: print, then end this process and, under a launcher, the job.
-[[noreturn]] void fail(const char* what, const std::exception& e, int code) {
-  gw::MpiRuntime::print_error(kProgram, what, e.what());
-  gw::MpiRuntime::abort_job(code);
+// The checks of this rank's input before MPI starts: the command line, the GRADWIRE_* values and
+// their fit with the optimizer, the device, the data set. Fills the configuration and the data
+// where they pass; an error is returned, not printed (Note [One verdict on the input]).
+gw::InputVerdict check_input(const gw::trainer::TrainerOptions& options,
+                             std::optional<gw::config::Config>* config,
+                             std::optional<gw::trainer::FashionMnist>* data) {
+  const auto refused = [](int code, const char* what, const std::exception& e) {
+    return gw::InputVerdict{code, what, e.what()};
+  };
+  try {
+    *config = gw::config::Config::from_environment();
+    if (!options.output.print_config.empty()) return {};
+    // Compressor, sync and mixed-precision settings and their fit with the optimizer (dgc needs
+    // SGD).
+    const auto probe = gw::trainer::make_optimizer(options);
+    gw::check_compressor_supports(gw::read_compressor_settings(**config), *probe);
+    gw::check_sync_supports(gw::read_sync_settings(**config), *probe);
+    gw::read_amp_settings(**config);
+    if (options.device == "cuda") gw::trainer::check_device_usable();
+    *data = gw::trainer::load_fashion_mnist(options.data.dir, options.data.train_subset,
+                                            options.data.test_subset);
+  } catch (const gw::config::ConfigError& e) {
+    return refused(kExitUsage, "configuration error", e);
+  } catch (const gw::trainer::DataError& e) {
+    return refused(kExitUsage, "data error", e);
+  } catch (const std::invalid_argument& e) {
+    return refused(kExitUsage, "invalid argument", e);
+  } catch (const gw::trainer::DeviceError& e) {
+    return refused(kExitUsage, "device error", e);
+  } catch (const std::exception& e) {
+    return refused(kExitFailure, "error", e);
+  }
+  return {};
 }
 
 // The output files this rank will write, checked before training (output_file.h).
@@ -189,45 +219,27 @@ int run(const gw::trainer::TrainerOptions& options, const gw::config::Config& co
 
 int main(int argc, char** argv) {
   int exit_code = 0;
-  const auto options = gw::trainer::parse_command_line(argc, argv, &exit_code);
-  if (!options) {
-    // --help exits 0; a bad command line on one rank must not leave the others in MPI_Init.
-    if (exit_code != 0) gw::MpiRuntime::abort_job(exit_code);
-    return exit_code;
-  }
-
+  std::string usage_error;
+  const auto options = gw::trainer::parse_command_line(argc, argv, &exit_code, &usage_error);
+  if (!options && exit_code == 0) return 0;  // --help
   std::optional<gw::config::Config> config;
   std::optional<gw::trainer::FashionMnist> data;
-  try {
-    config = gw::config::Config::from_environment();
-    if (options->output.print_config == "markdown") {
-      std::cout << gw::config::markdown_table(config->registry());
-      return 0;
-    }
-    if (!options->output.print_config.empty()) {
-      std::cout << config->table();
-      return 0;
-    }
-    // Compressor, sync and mixed-precision settings and their fit with the optimizer (dgc needs
-    // SGD), before MPI starts.
-    const auto probe = gw::trainer::make_optimizer(*options);
-    gw::check_compressor_supports(gw::read_compressor_settings(*config), *probe);
-    gw::check_sync_supports(gw::read_sync_settings(*config), *probe);
-    gw::read_amp_settings(*config);
-    if (options->device == "cuda") gw::trainer::check_device_usable();
-
-    data = gw::trainer::load_fashion_mnist(options->data.dir, options->data.train_subset,
-                                           options->data.test_subset);
-  } catch (const gw::config::ConfigError& e) {
-    fail("configuration error", e, kExitUsage);
-  } catch (const gw::trainer::DataError& e) {
-    fail("data error", e, kExitUsage);
-  } catch (const std::invalid_argument& e) {
-    fail("invalid argument", e, kExitUsage);
-  } catch (const gw::trainer::DeviceError& e) {
-    fail("device error", e, kExitUsage);
-  } catch (const std::exception& e) {
-    fail("error", e, kExitFailure);
+  const gw::InputVerdict verdict = options ? check_input(*options, &config, &data)
+                                           : gw::InputVerdict{exit_code, "usage", usage_error};
+  if (verdict.exit_code == 0 && !options->output.print_config.empty()) {
+    std::cout << (options->output.print_config == "markdown"
+                      ? gw::config::markdown_table(config->registry())
+                      : config->table());
+    return 0;
   }
-  return gw::run_mpi_main(&argc, &argv, kProgram, [&] { return run(*options, *config, *data); });
+  // On its own, a rank that failed says why and stops; under a launcher, every rank starts MPI and
+  // the ranks agree on a verdict first (Note [One verdict on the input]).
+  if (verdict.exit_code != 0 && !gw::MpiRuntime::launched_with_peers()) {
+    gw::MpiRuntime::print_error(kProgram, verdict.what.c_str(), verdict.message);
+    return verdict.exit_code;
+  }
+  return gw::run_mpi_main(&argc, &argv, kProgram, [&] {
+    if (const int code = gw::agree_on_input(kProgram, verdict)) return code;
+    return run(*options, *config, *data);
+  });
 }

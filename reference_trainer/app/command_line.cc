@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cstdio>
+#include <utility>
 
 #include "cli/cli.h"
 
@@ -120,7 +121,8 @@ std::string combination_error(const TrainerOptions& o) {
 
 }  // namespace
 
-std::optional<TrainerOptions> parse_command_line(int argc, char** argv, int* exit_code) {
+std::optional<TrainerOptions> parse_command_line(int argc, char** argv, int* exit_code,
+                                                 std::string* error) {
   TrainerOptions o;
   gw::cli::Parser app{
       "gradwire_train: the reference data-parallel trainer (Fashion-MNIST) on gradwire.\n"
@@ -131,7 +133,7 @@ std::optional<TrainerOptions> parse_command_line(int argc, char** argv, int* exi
   add_schedule_and_data_options(app, o);
   add_file_options(app, o);
   add_print_options(app, o, &no_progress);
-  if (const auto code = app.parse(argc, argv)) {
+  if (const auto code = app.parse(argc, argv, error)) {
     // --help is 0; every bad command line is 2, as every other bad input (CLI11's own codes
     // differ by kind of mistake).
     *exit_code = *code == 0 ? 0 : kExitUsage;
@@ -140,8 +142,12 @@ std::optional<TrainerOptions> parse_command_line(int argc, char** argv, int* exi
   if (app.count("--print-config") > 0 && o.output.print_config.empty()) {
     o.output.print_config = "table";
   }
-  if (const std::string error = combination_error(o); !error.empty()) {
-    std::fprintf(stderr, "%s\n", error.c_str());
+  if (std::string combination = combination_error(o); !combination.empty()) {
+    if (error != nullptr) {
+      *error = std::move(combination);
+    } else {
+      std::fprintf(stderr, "%s\n", combination.c_str());
+    }
     *exit_code = kExitUsage;
     return std::nullopt;
   }

@@ -9,9 +9,11 @@
 namespace gw::trainer {
 
 // Parses argv into options. Returns std::nullopt after printing help or a usage error, with the
-// process exit code in *exit_code (0 for --help).
+// process exit code in *exit_code (0 for --help). With `error`, a usage error's message goes there
+// instead of stderr (gradwire_train prints it once for the job: Note [One verdict on the input]).
 // A usage error is exit code 2, like every other bad input.
-std::optional<TrainerOptions> parse_command_line(int argc, char** argv, int* exit_code);
+std::optional<TrainerOptions> parse_command_line(int argc, char** argv, int* exit_code,
+                                                 std::string* error = nullptr);
 
 // "--option=value\n" for every option that must be the same on every rank
 // (Note [Options that must agree across ranks]), for the cross-rank check

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # rank_failure.sh --rc N --message REGEX [--count N] [--within S] [--json FILE] [--hang S]
-#                 -- COMMAND...
+#                 [--also REGEX] [--no-abort] -- COMMAND...
 #
 # Runs COMMAND (an MPI launcher and its ranks) in a session of its own and passes when:
 #   - it exits with code N;
@@ -8,11 +8,13 @@
 #   - every process of the session is gone within --within seconds (default 10) of the first
 #     matching line (or of the start, if the message only shows at the end);
 #   - no "MPI_Abort after MPI_Finalize" banner is printed;
-#   - with --json FILE: FILE parses as JSON (python3).
+#   - with --json FILE: FILE parses as JSON (python3);
+#   - with --also REGEX: that REGEX matches a line too;
+#   - with --no-abort: the job ended without MPI_Abort (neither launcher's abort banner).
 # A run still going after --hang seconds (default 90) is a hang: the session is killed and the
 # test fails.
 set -u
-rc_expected="" regex="" count=1 within=10 json="" hang_limit=90
+rc_expected="" regex="" count=1 within=10 json="" hang_limit=90 also="" no_abort=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --rc) rc_expected=$2; shift 2 ;;
@@ -21,6 +23,8 @@ while [ $# -gt 0 ]; do
     --within) within=$2; shift 2 ;;
     --json) json=$2; shift 2 ;;
     --hang) hang_limit=$2; shift 2 ;;
+    --also) also=$2; shift 2 ;;
+    --no-abort) no_abort=1; shift ;;
     --) shift; break ;;
     *) echo "rank_failure.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
@@ -88,6 +92,12 @@ if [ "$matches" != "$count" ]; then
 fi
 if awk -v t="$took" -v w="$within" 'BEGIN { exit !(t > w) }'; then
   echo "FAIL: processes still running $took s after the message (limit $within s)"; fail=1
+fi
+if [ -n "$also" ] && ! grep -Eq -- "$also" "$out"; then
+  echo "FAIL: no line matches '$also'"; fail=1
+fi
+if [ "$no_abort" = 1 ] && grep -Eq -- "MPI_ABORT was invoked|application called MPI_Abort" "$out"; then
+  echo "FAIL: the job ended by MPI_Abort"; fail=1
 fi
 if grep -Eiq -- "after MPI_FINALIZE|MPI_Abort.*after.*finali" "$out"; then
   echo "FAIL: an MPI_Abort-after-MPI_Finalize banner was printed"; fail=1

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cctype>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -158,13 +159,65 @@ int run_mpi_main(int* argc, char*** argv, const char* program, const std::functi
   }
 }
 
+namespace {
+
+// FNV-1a over the kind and the message: equal verdicts, equal digests.
+std::uint64_t verdict_digest(const InputVerdict& v) {
+  std::uint64_t h = 14695981039346656037ULL;
+  for (const std::string* text : {&v.what, &v.message}) {
+    for (const unsigned char c : *text) h = (h ^ c) * 1099511628211ULL;
+    h = (h ^ 0xffU) * 1099511628211ULL;
+  }
+  return h;
+}
+
+}  // namespace
+
+// Each rank's checks, agreed (Note [One verdict on the input]).
+int agree_on_input(const char* program, const InputVerdict& mine) {
+  const std::uint64_t record[2] = {static_cast<std::uint64_t>(mine.exit_code),
+                                   verdict_digest(mine)};
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  std::vector<std::uint64_t> all(2 * static_cast<std::size_t>(size));
+  if (MPI_Allgather(record, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, MPI_COMM_WORLD) !=
+      MPI_SUCCESS) {
+    throw CommError("MPI_Allgather failed on rank " + std::to_string(MpiRuntime::world_rank()) +
+                    " while the ranks compared the checks of their input");
+  }
+  std::uint64_t worst = 0;
+  bool alike = true;
+  int first_passed = -1;
+  std::string failed;
+  for (int r = 0; r < size; ++r) {
+    const std::uint64_t code = all[2 * static_cast<std::size_t>(r)];
+    worst = std::max(worst, code);
+    alike = alike && code == all[0] && all[2 * static_cast<std::size_t>(r) + 1] == all[1];
+    if (code == 0 && first_passed < 0) first_passed = r;
+    if (code != 0) failed += (failed.empty() ? "" : ", ") + std::to_string(r);
+  }
+  if (worst == 0) return 0;
+  const int rank = MpiRuntime::world_rank();
+  if (mine.exit_code != 0 && (!alike || rank == 0)) {
+    MpiRuntime::print_error(program, mine.what.c_str(), mine.message);
+  }
+  if (rank == first_passed) {
+    MpiRuntime::print_error(program, "stopped",
+                            "nothing was sent: the input of rank(s) " + failed +
+                                " did not pass its checks (its message says why)");
+  }
+  return static_cast<int>(worst);
+}
+
 // Note [Stopping before MPI starts]
 // gradwire_train checks its input (command line, GRADWIRE_* values, data) before MPI starts, so a
 // bad input sends nothing. But when one rank stops there and the others do not (a value set on one
 // rank only), the others wait in MPI_Init for it. Open MPI's mpirun ends the whole job when any
 // process exits non-zero; MPICH's Hydra does not, and the job hangs. So a process started by a
 // launcher beside others joins them in MPI_Init only to call MPI_Abort, which every launcher turns
-// into the end of the job; a process started on its own just exits.
+// into the end of the job; a process started on its own just exits. (gradwire_train itself does
+// better: every rank joins its peers in MPI_Init and one verdict on all the ranks' checks,
+// Note [One verdict on the input].)
 void MpiRuntime::abort_job(int exit_code) {
   if (!initialized() && launched_with_peers()) {
     int provided = 0;

@@ -73,6 +73,24 @@ class MpiRuntime {
 //   }
 int run_mpi_main(int* argc, char*** argv, const char* program, const std::function<int()>& body);
 
+// Note [One verdict on the input]
+// gradwire_train checks its input on every rank before MPI starts
+// (Note [Stopping before MPI starts]). Under a launcher, every rank then starts MPI, whether its
+// checks passed or not, and the ranks' first collective is this verdict: one allgather of each
+// rank's exit code and a digest of its message, fixed in width, so that its shape depends on
+// nothing. Where every rank passed, the run goes on. Otherwise every rank returns the job's exit
+// code (the largest) and ends through MPI_Finalize, without an abort: the message is printed once,
+// by rank 0, where every rank failed with the same one (a bad command line or GRADWIRE_* value
+// given to all), else by each rank that failed, and the first rank that passed names the ranks that
+// stopped the job.
+struct InputVerdict {
+  int exit_code = 0;  // 0: this rank's input passed its checks
+  std::string what;   // the kind of error, as print_error takes it ("configuration error")
+  std::string message;
+};
+// Collective over MPI_COMM_WORLD (MPI started); returns 0, or the job's exit code on every rank.
+int agree_on_input(const char* program, const InputVerdict& mine);
+
 // A communicator over every rank of the job (a duplicate of MPI_COMM_WORLD, so gradwire's messages
 // never match the program's own). MPI must be initialised. Collective. It waits for collectives as
 // GRADWIRE_MPI_WAIT says; carries CUDA device buffers where CUDA is usable (a StagingCommunicator
