@@ -25,11 +25,13 @@ the file through load(). Python 3 standard library only.
 # epochs, each of the block's seeds) make the committed figures and their thresholds are the
 # claims RESULTS.md states; they take minutes each, so they run where figures are made
 # (./gradwire.sh results --run, or ctest -L '^accuracy$'), not in CI. CI trains each strategy once
-# (ci_accuracy_run: one seed, its epochs) and checks its block's "ci": the same byte and schedule
-# checks where they do not depend on the length, the counts that do at this length, and accuracy
-# against the baseline's run of the same length, with a margin measured to hold a working strategy
-# and to fail one whose mechanism is broken (the block's "ci.why" gives both figures). A CI run is
-# deterministic, so its margin covers a change of arithmetic elsewhere, not the run's noise.
+# (ci_accuracy_run: one seed, its epochs over its part of the training set, whose steps fill in
+# {steps_per_epoch}) and checks its block's "ci": the same byte and schedule checks where they do
+# not depend on the length, the counts that do at this length, and accuracy (or, where accuracy
+# swings from step to step, test loss) against the baseline's run of the same length, with a margin
+# measured to hold a working strategy and to fail one whose mechanism is broken (the block's
+# "ci.why" gives both figures). A CI run is deterministic, so its margin covers a change of
+# arithmetic elsewhere, not the run's noise.
 import argparse
 import json
 import os
@@ -145,10 +147,26 @@ class _Checker:
         if "--epochs" not in run["args"][:-1]:
             self.fail("accuracy_run.args", "no --epochs N (ci_accuracy_run.epochs replaces it)")
         ci = spec["ci_accuracy_run"]
-        self.keys(ci, "ci_accuracy_run", ("why", "epochs", "seed"))
+        self.keys(ci, "ci_accuracy_run",
+                  ("why", "epochs", "train_subset", "steps_per_epoch", "seed"))
         self.get(ci, "why", "STRING", "ci_accuracy_run.why")
         self.whole(self.get(ci, "epochs", "NUMBER", "ci_accuracy_run.epochs"), 1,
                    "ci_accuracy_run.epochs")
+        if "--train-subset" in run["args"]:
+            self.fail("accuracy_run.args", "--train-subset (ci_accuracy_run.train_subset adds it)")
+        subset = self.get(ci, "train_subset", "NUMBER", "ci_accuracy_run.train_subset")
+        self.whole(subset, 1, "ci_accuracy_run.train_subset")
+        ci_steps = self.get(ci, "steps_per_epoch", "NUMBER", "ci_accuracy_run.steps_per_epoch")
+        self.whole(ci_steps, 1, "ci_accuracy_run.steps_per_epoch")
+        batch = run["args"][run["args"].index("--batch-size") + 1] \
+            if "--batch-size" in run["args"][:-1] else None
+        if batch is None or not batch.isdigit() or int(batch) < 1:
+            self.fail("accuracy_run.args", "no --batch-size N (ci_accuracy_run.steps_per_epoch "
+                      "is counted with it)")
+        if ci_steps != subset // (run["ranks"] * int(batch)):
+            self.fail("ci_accuracy_run.steps_per_epoch",
+                      f"{ci_steps}, but {subset} samples make "
+                      f"{subset // (run['ranks'] * int(batch))} steps of {run['ranks']} x {batch}")
         self.whole(self.get(ci, "seed", "NUMBER", "ci_accuracy_run.seed"), 0,
                    "ci_accuracy_run.seed")
         strategies = self.get(spec, "strategies", "ARRAY", "strategies")
@@ -320,17 +338,20 @@ def strategy_variables(spec, entry):
         "BASE": [base_name(spec, entry)],
         "CHECK": expectation_flags(block, "check", CHECK),
         "CI_ENV": [f"{var}={value}" for var, value in sorted(
-            environment({**env, **block["ci"].get("env", {})}, steps).items())] if block else [],
+            environment({**env, **block["ci"].get("env", {})},
+                        number(spec["ci_accuracy_run"]["steps_per_epoch"])).items())]
+        if block else [],
         "CI_VS_BASELINE": expectation_flags(block.get("ci", {}), "vs_baseline", VS_BASELINE),
         "CI_CHECK": expectation_flags(block.get("ci", {}), "check", CHECK),
     }
 
 
 def ci_args(spec):
-    """accuracy_run.args with ci_accuracy_run's epochs."""
+    """accuracy_run.args with ci_accuracy_run's epochs, on its train_subset."""
+    ci = spec["ci_accuracy_run"]
     args = list(spec["accuracy_run"]["args"])
-    args[args.index("--epochs") + 1] = number(spec["ci_accuracy_run"]["epochs"])
-    return args
+    args[args.index("--epochs") + 1] = number(ci["epochs"])
+    return args + ["--train-subset", number(ci["train_subset"])]
 
 
 def cmake_variables(spec, path=PATH):
@@ -340,7 +361,7 @@ def cmake_variables(spec, path=PATH):
       GW_STRATEGY_BASELINE     the name the accuracy comparisons are against
       GW_ACCURACY_RANKS        the accuracy runs' world size
       GW_ACCURACY_ARGS         their gradwire_train arguments (each run adds --seed and --report)
-      GW_CI_ACCURACY_ARGS      the same with ci_accuracy_run's epochs
+      GW_CI_ACCURACY_ARGS      the same with ci_accuracy_run's epochs and train subset
                                (Note [Accuracy at two lengths])
       GW_CI_ACCURACY_SEED      the seed of every CI run
     and, for each strategy, with <name> as given (+ and all):
@@ -352,7 +373,8 @@ def cmake_variables(spec, path=PATH):
       GW_STRATEGY_<name>_BASE        the strategy those flags compare with (base_name)
       GW_STRATEGY_<name>_CHECK       gradwire_check_report's flags on its first seed's report
       GW_STRATEGY_<name>_CI_ENV, _CI_VS_BASELINE, _CI_CHECK   the same for its CI run (ENV with
-                                     the ci block's env over the strategy's)"""
+                                     the ci block's env over the strategy's, {steps_per_epoch}
+                                     ci_accuracy_run's)"""
     run = spec["accuracy_run"]
     out = [("GW_STRATEGIES_FILE", [path]),
            ("GW_STRATEGIES", [s["name"] for s in spec["strategies"]]),

@@ -102,6 +102,14 @@ MISTAKES = [
      "top level: missing field 'ci_accuracy_run'"),
     ("no CI epochs", lambda d: d["ci_accuracy_run"].update(epochs=0),
      "ci_accuracy_run.epochs: 0 is not a whole number of at least 1"),
+    ("no CI train subset", lambda d: d["ci_accuracy_run"].pop("train_subset"),
+     "ci_accuracy_run: missing field 'train_subset'"),
+    ("CI steps that the subset does not make",
+     lambda d: d["ci_accuracy_run"].update(steps_per_epoch=468),
+     "ci_accuracy_run.steps_per_epoch: 468, but 29952 samples make 234 steps of 4 x 32"),
+    ("a train subset in the full run",
+     lambda d: d["accuracy_run"]["args"].extend(["--train-subset", "100"]),
+     "accuracy_run.args: --train-subset (ci_accuracy_run.train_subset adds it)"),
     ("the full run without --epochs",
      lambda d: d["accuracy_run"].update(args=["--model", "mlp"]),
      "accuracy_run.args: no --epochs N (ci_accuracy_run.epochs replaces it)"),
@@ -146,12 +154,14 @@ class Reader(unittest.TestCase):
             "--max-drop", "/final_test_accuracy=0.003",
             "--min-ratio", "/gradient_bytes_per_step:/gradient_bytes_per_step=1.98",
             "--max-ratio", "/gradient_bytes_per_step:/gradient_bytes_per_step=2.02"])
-        # The CI runs: one epoch, one seed, the ci block's settings over the strategy's.
+        # The CI runs: one epoch of half the set, one seed, the ci block's settings over the
+        # strategy's.
         self.assertEqual(got["GW_CI_ACCURACY_ARGS"][:4], ["--model", "mlp", "--epochs", "1"])
-        self.assertEqual(got["GW_CI_ACCURACY_ARGS"][4:], got["GW_ACCURACY_ARGS"][4:])
+        self.assertEqual(got["GW_CI_ACCURACY_ARGS"][4:-2], got["GW_ACCURACY_ARGS"][4:])
+        self.assertEqual(got["GW_CI_ACCURACY_ARGS"][-2:], ["--train-subset", "29952"])
         self.assertEqual(got["GW_CI_ACCURACY_SEED"], ["42"])
         self.assertEqual(got["GW_STRATEGY_post_local_sgd_CI_ENV"], [
-            "GRADWIRE_LOCAL_SGD_BEGIN_STEP=234", "GRADWIRE_LOCAL_SGD_K=8",
+            "GRADWIRE_LOCAL_SGD_BEGIN_STEP=117", "GRADWIRE_LOCAL_SGD_K=8",
             "GRADWIRE_SYNC=post_local_sgd"])
         self.assertEqual(got["GW_STRATEGY_dgc_CI_VS_BASELINE"][:2],
                          ["--max-drop", "/final_test_accuracy=0.01"])
