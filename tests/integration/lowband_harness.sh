@@ -177,7 +177,7 @@ hierarchy)
   # flat split's (Note [Sparse allreduce over two levels]); and every rank must find its host's
   # ranks (hostnames of their own).
   "${harness[@]}" --hosts 2 --ranks-per-host 2 --rates 100 --strategies dense,dgc \
-    --exchange flat,hier --epochs 1 --train-subset 2048 --test-subset 1000 --probe-bytes 1048576 \
+    --exchange flat,hier --epochs 1 --train-subset 1024 --test-subset 500 --probe-bytes 1048576 \
     --target-accuracy 0.3 --report "$work/report.json"
   rc=$?
   [ "$rc" -eq 77 ] && exit 77
