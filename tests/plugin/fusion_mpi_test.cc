@@ -109,9 +109,11 @@ TEST_P(FusionEquivalence, OneBucketPerTensorAndFusedBucketsTrainTheSameParameter
 // Each strategy trains 30 steps: dgc's warm-up (sparsity 0.75, 0.99 from step 10, over at 20)
 // and 10 steps after it; local SGD averaging every 4 steps. dgc_short and local_sgd_fp16_short
 // run the same code in fewer steps (dgc's warm-up of 4 steps, 0.99 from step 2, then 4 steps
-// after it; two averaging periods), and stand in for their long twins in the sanitizer trees
-// (tests/plugin/CMakeLists.txt, tests/sanitizers/CMakeLists.txt), which look for races and memory
-// errors on the paths a run takes, not for how far it trains; ./build runs both.
+// after it; two averaging periods), and fp16_short, amp_short and amp_topk_short the first 8 of
+// their twins' steps (their paths do not change after the first step); they stand in for their
+// long twins in the sanitizer trees (tests/plugin/CMakeLists.txt,
+// tests/sanitizers/CMakeLists.txt), which look for races and memory errors on the paths a run
+// takes, not for how far it trains; ./build runs both, and none trains its 30 steps everywhere.
 INSTANTIATE_TEST_SUITE_P(
     Strategies, FusionEquivalence,
     ::testing::Values(
@@ -125,8 +127,11 @@ INSTANTIATE_TEST_SUITE_P(
                   {keys::kDgcRampupSteps, "4"},
                   {keys::kDgcSparsity, "0.75,0.99"}},
                  8},
+        Strategy{"fp16_short", {{keys::kCompressor, "fp16"}}, 8},
         Strategy{"amp", {{keys::kAmp, "1"}, {keys::kAmpInitScale, "1024"}}},
+        Strategy{"amp_short", {{keys::kAmp, "1"}, {keys::kAmpInitScale, "1024"}}, 8},
         Strategy{"amp_topk", {{keys::kAmp, "1"}, {keys::kCompressor, "topk"}}},
+        Strategy{"amp_topk_short", {{keys::kAmp, "1"}, {keys::kCompressor, "topk"}}, 8},
         Strategy{
             "local_sgd_fp16",
             {{keys::kSync, "local_sgd"}, {keys::kLocalSgdK, "4"}, {keys::kCompressor, "fp16"}}},
