@@ -77,6 +77,7 @@ struct Options {
   std::string report_path;
   double seconds_per_case = 20.0;
   int min_iterations = 5;
+  int warm_up_rounds = 2;
   int sweep_iterations = 7;
   bool no_sweep = false;
 };
@@ -152,9 +153,10 @@ nlohmann::json measure(Workload& w, const Options& o, const MpiBench& bench, dou
                              {"fused", [&] { fused_step(fused); }},
                              {"gradwire_per_tensor", [&] { fused_step(thr0); }},
                              {"single", [&] { single_allreduce(plain); }}};
-  // Two warm-up rounds; as many iterations as the budget allows from the second.
-  const gw::bench::Timed timed =
-      gw::bench::run_timed(variants, 2, o.seconds_per_case, o.min_iterations, refill);
+  // The warm-up rounds; as many iterations as the budget allows from the last (--min-iterations
+  // without one).
+  const gw::bench::Timed timed = gw::bench::run_timed(variants, o.warm_up_rounds,
+                                                      o.seconds_per_case, o.min_iterations, refill);
   const std::vector<double>& med = timed.median;
   const std::size_t buckets = gw::bench::fusion_bucket_count(w.numels, default_mb);
   ratios.fused_vs_single[w.name] = med[kFused] / med[kSingle];
@@ -228,6 +230,11 @@ void add_options(gw::cli::Parser& app, Options& o) {
           "Fewest timed iterations per workload (1 for a smoke run that checks sums only)")
       .show_default()
       .range(1, 1000);
+  app.add("--warm-up-rounds", o.warm_up_rounds,
+          "Untimed rounds of the four paths per workload before the timed ones (0 for a smoke "
+          "run)")
+      .show_default()
+      .range(0, 100);
   app.add("--sweep-iterations", o.sweep_iterations, "Timed iterations per threshold of the sweep")
       .show_default()
       .range(1, 1000);

@@ -59,9 +59,12 @@ int iterations_for_size(const Variants& variants, std::size_t probe, double budg
 
 Timed run_timed(const Variants& variants, int warm_rounds, double budget_s, int fewest,
                 const std::function<void()>& refill) {
-  const double round = slowest(warm_up(variants, warm_rounds));
   Timed out;
-  out.iterations = std::clamp(static_cast<int>(budget_s / (round + 1e-9)), fewest, 1000);
+  out.iterations = fewest;
+  if (warm_rounds > 0) {
+    const double round = slowest(warm_up(variants, warm_rounds));
+    out.iterations = std::clamp(static_cast<int>(budget_s / (round + 1e-9)), fewest, 1000);
+  }
   if (refill) refill();
   out.median = rotate_medians(variants, out.iterations, refill);
   return out;

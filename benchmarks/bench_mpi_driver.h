@@ -45,7 +45,8 @@ struct Timed {
   std::vector<double> median;  // per variant, as rotate_medians
 };
 // A budgeted rotation: `warm_rounds` of warm-up, then as many iterations as `budget_s` allows at
-// the slowest rank's time for the last warm-up round (`fewest` to 1000), refill, rotate_medians.
+// the slowest rank's time for the last warm-up round (`fewest` to 1000; `fewest` without a
+// warm-up), refill, rotate_medians.
 Timed run_timed(const Variants& variants, int warm_rounds, double budget_s, int fewest,
                 const std::function<void()>& refill);
 

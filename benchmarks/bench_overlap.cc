@@ -85,6 +85,7 @@ struct Options {
   std::string report_path, compute = "sleep", threshold_mb;
   double compute_ratio = 1.0, seconds = 60.0;
   int calibration_iterations = 7;
+  int min_iterations = 5;
 };
 
 // The CPU stand-in's unit of work: C = A * B on 64x64 matrices (beta 0, so nothing grows).
@@ -221,8 +222,12 @@ void add_options(gw::cli::Parser& app, Options& o) {
   app.add("--threshold-mb", o.threshold_mb,
           "GRADWIRE_FUSION_THRESHOLD_MB for the run (default: the registry's)");
   app.add("--seconds", o.seconds,
-          "Rough time budget of the timed rotation, four paths together (at least 5 "
-          "iterations)")
+          "Rough time budget of the timed rotation, four paths together (at least "
+          "--min-iterations iterations)")
+      .show_default();
+  app.add("--min-iterations", o.min_iterations,
+          "Fewest timed iterations (1 for a smoke run that checks sums and buckets only)")
+      .range(1, 1000)
       .show_default();
   app.add("--calibration-iterations", o.calibration_iterations,
           "Iterations of each calibration measurement")
@@ -364,7 +369,7 @@ int main(int argc, char** argv) {
   const std::int64_t wrong = gw::bench::count_wrong(opt, w, rank, n, paths[kOverlapped].run);
   fill();
   // One warm-up round of every path; its time sizes the run.
-  const gw::bench::Timed timed = gw::bench::run_timed(paths, 1, o.seconds, 5, fill);
+  const gw::bench::Timed timed = gw::bench::run_timed(paths, 1, o.seconds, o.min_iterations, fill);
   const OverlapRatios x(timed.median);
 
   if (rank == 0) print_summary(setup, n, cal, paths, timed, x, wrong);
