@@ -88,6 +88,14 @@ class Tables(unittest.TestCase):
         self.assertIn("| total | at least 15 s | 11 s |", text)
         self.assertEqual(timings.render_kind("gpu", self.RUNS), ["No gpu timing yet."])
 
+    def test_a_phase_run_twice_has_a_row_each_time(self):
+        runs = [("a.json", report("ci", "2026-01-03", [("install torch", 36, 0, {}),
+                                                     ("build", 9, 0, {}),
+                                                     ("install torch", 3, 0, {})]))]
+        text = "\n".join(timings.render_kind("ci", runs))
+        self.assertIn("| `install torch` | 36 s |", text)
+        self.assertIn("| `install torch` (2.) | 3 s |", text)
+
     def test_the_readme_quotes_the_newest_runs(self):
         saved = timings.timing_reports
         timings.timing_reports = lambda: self.RUNS

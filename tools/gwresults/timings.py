@@ -35,14 +35,21 @@ def render_kind(kind, reports):
     runs = [(rel, r) for rel, r in reports if r["kind"] == kind]
     if not runs:
         return [f"No {kind} timing yet."]
+    # A row per phase name and occurrence: a command that runs a phase twice (CI's `install
+    # torch`: once in the setup of every package, once before its suite) has two rows.
     names = []
     for _, r in runs:
-        names += [p["name"] for p in r["phases"] if p["name"] not in names]
+        seen = {}
+        for p in r["phases"]:
+            seen[p["name"]] = seen.get(p["name"], 0) + 1
+            if (p["name"], seen[p["name"]]) not in names:
+                names.append((p["name"], seen[p["name"]]))
     rows = []
-    for name in names + ["total"]:
-        row = [name if name == "total" else f"`{name}`"]
+    for name, k in names + [("total", 1)]:
+        label = f"`{name}`" + ("" if k == 1 else f" ({k}.)")
+        row = [name if name == "total" else label]
         for _, r in runs:
-            found = [p for p in r["phases"] if p["name"] == name]
+            found = [p for p in r["phases"] if p["name"] == name][k - 1:k]
             secs = r["total_seconds"] if name == "total" else (found[0]["seconds"] if found
                                                                    else None)
             stopped = any(p.get("stopped") for p in r["phases"])
