@@ -212,6 +212,13 @@ int run(const gw::trainer::TrainerOptions& options, const gw::config::Config& co
       gw::MpiRuntime::print_error(kProgram, "diverged", result.diverged->message);
     return kExitDiverged;
   }
+  // After the outputs (Note [A failed final checkpoint]).
+  if (const gw::trainer::CheckpointResult& ck = result.checkpoints; !ck.final_error.empty()) {
+    if (comm->rank() == 0 || ck.final_error_here) {
+      gw::MpiRuntime::print_error(kProgram, "checkpoint", ck.final_error);
+    }
+    return kExitFailure;
+  }
   return 0;
 }
 

@@ -141,13 +141,14 @@ void write_checkpoint(Communicator& comm, const std::string& rank_path, const st
   comm.allreduce(&failed, 1, DataType::kInt32, ReduceOp::kMax, TrafficKind::kControl);
   if (failed != 0) {
     if (!staged.empty()) ::unlink(staged.c_str());
-    throw std::runtime_error(
+    throw CheckpointWriteFailed(
         "--checkpoint: " +
-        (error.empty() ? std::string("the checkpoint could not be written on "
-                                     "another rank (its error is printed there)")
-                       : error) +
-        (::access(rank_path.c_str(), F_OK) == 0 ? "; the previous checkpoint is kept"
-                                                : "; no checkpoint was written before"));
+            (error.empty() ? std::string("the checkpoint could not be written on "
+                                         "another rank (its error is printed there)")
+                           : error) +
+            (::access(rank_path.c_str(), F_OK) == 0 ? "; the previous checkpoint is kept"
+                                                    : "; no checkpoint was written before"),
+        !error.empty());
   }
   injected_fault_before_commit();  // Note [Faults the suite injects]
   commit_checkpoint(staged, rank_path, rotate);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -58,10 +59,23 @@ std::string previous_generation(const std::string& rank_path);
 std::string stage_checkpoint(const std::string& rank_path, const std::string& bytes);
 void commit_checkpoint(const std::string& staged, const std::string& rank_path, bool rotate = true);
 
+// A checkpoint write that failed on some rank, thrown by every rank together (write_checkpoint):
+// `here` on a rank whose own write failed, with its reason; the others say another rank failed.
+class CheckpointWriteFailed : public std::runtime_error {
+ public:
+  CheckpointWriteFailed(const std::string& message, bool here)
+      : std::runtime_error(message), here_(here) {}
+  bool here() const { return here_; }
+
+ private:
+  bool here_;
+};
+
 // Writes this rank's checkpoint as the newest generation (Note [Checkpoint generations]); without
 // `rotate`, the current file is replaced and .prev kept. Collective. When the write fails on any
-// rank, every rank throws std::runtime_error (the failing one with its reason) and the previous
-// generations stay as they were.
+// rank, every rank throws CheckpointWriteFailed (the failing one with its reason) and the previous
+// generations stay as they were; a commit that fails after that agreement (a rename) throws
+// std::runtime_error on its rank alone.
 void write_checkpoint(Communicator& comm, const std::string& rank_path, const std::string& bytes,
                       bool rotate = true);
 

@@ -50,6 +50,10 @@ class CheckpointSchedule {
     ++result_.written;
     keeps_previous_ = false;  // the current file now holds a step every rank has
   }
+  void final_failed(const std::string& message, bool here) {
+    result_.final_error = message;
+    result_.final_error_here = here;
+  }
   const CheckpointResult& result() const { return result_; }
 
  private:

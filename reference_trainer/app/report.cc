@@ -90,7 +90,10 @@ nlohmann::json course_json(const TrainerOptions& options, const TrainResult& res
                           : nlohmann::json{{"path", options.checkpoint.path},
                                            {"every", options.checkpoint.every},
                                            {"written", ck.written},
-                                           {"last_step", ck.last_step}}},
+                                           {"last_step", ck.last_step},
+                                           {"final_error", ck.final_error.empty()
+                                                               ? nlohmann::json(nullptr)
+                                                               : nlohmann::json(ck.final_error)}}},
       {"history", history_json(result.history)},
       {"history_is",
        "every evaluation in order (--eval-every inside epochs, and each epoch's end): steps done, "

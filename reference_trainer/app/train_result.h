@@ -77,11 +77,15 @@ struct Divergence {
 };
 
 // Checkpoints (docs/CHECKPOINT.md): the step this run resumed from (-1: a new run), and the
-// checkpoints this process wrote and the step of the last one (-1: none).
+// checkpoints this process wrote and the step of the last one (-1: none); the run's final
+// checkpoint's failure (empty: none; Note [A failed final checkpoint]), and whether this rank's
+// own write failed.
 struct CheckpointResult {
   std::int64_t resumed_from_step = -1;
   std::int64_t written = 0;
   std::int64_t last_step = -1;
+  std::string final_error;
+  bool final_error_here = false;
 };
 
 // What the ranks counted, gathered at the end: index = rank.

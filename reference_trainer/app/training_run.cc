@@ -222,7 +222,7 @@ void TrainingRun::end_epoch() {
   const bool epoch_done = epoch_.steps_done == sharder_.steps_per_epoch();
   // The run ends inside this epoch (Note [When a checkpoint is taken]).
   if (!epoch_done && !result_.diverged && checkpoints_.due_at_stop(result_.steps)) {
-    checkpoint_inside_epoch();
+    save_final_checkpoint([&] { checkpoint_inside_epoch(); });
   }
   // Under local SGD, evaluate the average model (a no-op when the ranks are in step).
   optimizer_.synchronize_parameters();
@@ -255,7 +255,11 @@ void TrainingRun::end_epoch() {
   }
   const bool last = stop_ || reached_max_steps() || schedule_.last_epoch(epoch_.number);
   if (epoch_done && !result_.diverged && checkpoints_.due_at_epoch_end(result_.steps, last)) {
-    save_checkpoint(synchronized_now(*comm_));
+    if (last) {
+      save_final_checkpoint([&] { save_checkpoint(synchronized_now(*comm_)); });
+    } else {
+      save_checkpoint(synchronized_now(*comm_));
+    }
   }
   const int next = epoch_.number + 1;
   epoch_ = EpochProgress{};
@@ -300,6 +304,22 @@ void TrainingRun::save_checkpoint(double now) {
     write_checkpoint(*comm_, checkpoints_.file(), serialize_checkpoint(c), checkpoints_.rotates());
   });
   checkpoints_.written(result_.steps);
+}
+
+// Note [A failed final checkpoint]
+// A checkpoint that fails inside the run ends it there, on every rank (write_checkpoint agrees
+// on the failure). The one where the run ends has nothing left to protect: the training is done,
+// so its failure (a full disk, say) is recorded instead, the run ends as it would have, rank 0
+// writes the report (checkpoints.final_error) and the parameters, and then every rank stops with
+// exit code 1, the rank whose write failed saying why, and rank 0 in any case. Only the agreed
+// failure is caught: a commit that fails on one rank after the agreement ends the job as any
+// other error on one rank does.
+void TrainingRun::save_final_checkpoint(const std::function<void()>& save) {
+  try {
+    save();
+  } catch (const CheckpointWriteFailed& e) {
+    checkpoints_.final_failed(e.what(), e.here());
+  }
 }
 
 Checkpoint TrainingRun::checkpoint_at(double now) const {

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -84,6 +85,8 @@ class TrainingRun {
   void record_evaluation(const Evaluation& eval, double trained, double now);
   // Writes this rank's checkpoint at synchronized time `now` (Note [When a checkpoint is taken]).
   void save_checkpoint(double now);
+  // The checkpoint where the run ends (Note [A failed final checkpoint]).
+  void save_final_checkpoint(const std::function<void()>& save);
   // What that checkpoint holds.
   Checkpoint checkpoint_at(double now) const;
   // Whether the ranks hold the same parameters after every step (synchronous SGD), so that an
