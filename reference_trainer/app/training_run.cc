@@ -213,8 +213,13 @@ bool TrainingRun::evaluate_inside_epoch() {
   return !eval.stop;
 }
 
-void TrainingRun::checkpoint_inside_epoch() {
-  save_checkpoint(epoch_.clock->pause());
+void TrainingRun::checkpoint_inside_epoch(bool last) {
+  const double now = epoch_.clock->pause();
+  if (last) {
+    save_final_checkpoint(now);
+  } else {
+    save_checkpoint(now);
+  }
   epoch_.clock->resume();
 }
 
@@ -222,7 +227,7 @@ void TrainingRun::end_epoch() {
   const bool epoch_done = epoch_.steps_done == sharder_.steps_per_epoch();
   // The run ends inside this epoch (Note [When a checkpoint is taken]).
   if (!epoch_done && !result_.diverged && checkpoints_.due_at_stop(result_.steps)) {
-    save_final_checkpoint([&] { checkpoint_inside_epoch(); });
+    checkpoint_inside_epoch(/*last=*/true);
   }
   // Under local SGD, evaluate the average model (a no-op when the ranks are in step).
   optimizer_.synchronize_parameters();
@@ -256,7 +261,7 @@ void TrainingRun::end_epoch() {
   const bool last = stop_ || reached_max_steps() || schedule_.last_epoch(epoch_.number);
   if (epoch_done && !result_.diverged && checkpoints_.due_at_epoch_end(result_.steps, last)) {
     if (last) {
-      save_final_checkpoint([&] { save_checkpoint(synchronized_now(*comm_)); });
+      save_final_checkpoint(synchronized_now(*comm_));
     } else {
       save_checkpoint(synchronized_now(*comm_));
     }
@@ -314,9 +319,9 @@ void TrainingRun::save_checkpoint(double now) {
 // exit code 1, the rank whose write failed saying why, and rank 0 in any case. Only the agreed
 // failure is caught: a commit that fails on one rank after the agreement ends the job as any
 // other error on one rank does.
-void TrainingRun::save_final_checkpoint(const std::function<void()>& save) {
+void TrainingRun::save_final_checkpoint(double now) {
   try {
-    save();
+    save_checkpoint(now);
   } catch (const CheckpointWriteFailed& e) {
     checkpoints_.final_failed(e.what(), e.here());
   }

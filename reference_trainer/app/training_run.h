@@ -3,7 +3,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -76,8 +75,9 @@ class TrainingRun {
   bool step();
   // An evaluation inside the epoch (--eval-every). Returns false when rank 0 voted to stop.
   bool evaluate_inside_epoch();
-  // A checkpoint inside the epoch, with the training clock paused around it.
-  void checkpoint_inside_epoch();
+  // A checkpoint inside the epoch, with the training clock paused around it; `last`: where the
+  // run ends (Note [A failed final checkpoint]).
+  void checkpoint_inside_epoch(bool last = false);
   // After the epoch's last step (or the run's): the averaging, its evaluation, its figures and
   // its line, and the checkpoint due at its end.
   void end_epoch();
@@ -85,8 +85,9 @@ class TrainingRun {
   void record_evaluation(const Evaluation& eval, double trained, double now);
   // Writes this rank's checkpoint at synchronized time `now` (Note [When a checkpoint is taken]).
   void save_checkpoint(double now);
-  // The checkpoint where the run ends (Note [A failed final checkpoint]).
-  void save_final_checkpoint(const std::function<void()>& save);
+  // The checkpoint where the run ends (Note [A failed final checkpoint]): a failure every rank
+  // agreed on is recorded, not thrown.
+  void save_final_checkpoint(double now);
   // What that checkpoint holds.
   Checkpoint checkpoint_at(double now) const;
   // Whether the ranks hold the same parameters after every step (synchronous SGD), so that an
