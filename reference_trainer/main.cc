@@ -37,6 +37,7 @@
 #include "reference_trainer/app/trainer.h"
 #include "reference_trainer/app/training_model.h"
 #include "reference_trainer/data/data_error.h"
+#include "reference_trainer/data/sharder.h"
 
 namespace {
 
@@ -152,6 +153,24 @@ void write_outputs(const gw::trainer::TrainerOptions& options, const gw::config:
   std::fflush(stdout);
 }
 
+// The same options and data on every rank: a run too small for one global batch (EpochSharder's
+// rule) fails alike on every rank, said once, without an abort.
+void check_fills_one_global_batch(const gw::trainer::TrainerOptions& options,
+                                  const gw::trainer::FashionMnist& data, int world_size) {
+  if (gw::trainer::EpochSharder::fills_one_global_batch(data.train.size(), world_size,
+                                                        options.batch_size)) {
+    return;
+  }
+  const std::size_t global = options.batch_size * static_cast<std::size_t>(world_size);
+  throw gw::config::ConfigError(
+      "--train-subset: " + std::to_string(data.train.size()) +
+          " training samples do not fill one global batch (--batch-size " +
+          std::to_string(options.batch_size) + " x " + std::to_string(world_size) +
+          " ranks = " + std::to_string(global) + " samples); accepted: 0 (all) or at least " +
+          std::to_string(global),
+      gw::config::ConfigError::SameOnEveryRank{});
+}
+
 // Everything after MPI starts; run_mpi_main ends the job on whatever this throws.
 int run(const gw::trainer::TrainerOptions& options, const gw::config::Config& config,
         const gw::trainer::FashionMnist& data) {
@@ -181,30 +200,33 @@ int run(const gw::trainer::TrainerOptions& options, const gw::config::Config& co
   // Every rank must train the same run (Note [Options that must agree across ranks]), and every
   // rank must be able to write what it will write, before the first step.
   gw::check_same_on_all_ranks(*comm, gw::trainer::agreed_options_canonical(options));
-  // The same options and data on every rank: a run too small for one global batch fails alike on
-  // every rank, said once, without an abort.
-  if (const std::size_t global = options.batch_size * static_cast<std::size_t>(comm->size());
-      data.train.size() < global) {
-    throw gw::config::ConfigError(
-        "--train-subset: " + std::to_string(data.train.size()) +
-            " training samples do not fill one global batch (--batch-size " +
-            std::to_string(options.batch_size) + " x " + std::to_string(comm->size()) +
-            " ranks = " + std::to_string(global) + " samples); accepted: 0 (all) or at least " +
-            std::to_string(global),
-        gw::config::ConfigError::SameOnEveryRank{});
-  }
-  gw::agree_on_startup_errors(*comm, [&] { check_output_paths(options, comm->rank()); });
+  check_fills_one_global_batch(options, data, comm->size());
+  gw::trainer::TrainerOptions run_options = options;
+  gw::agree_on_startup_errors(*comm, [&] {
+    check_output_paths(options, comm->rank());
+    run_options.faults = gw::trainer::injected_faults_from_environment(comm->size());
+  });
   const std::optional<gw::trainer::CheckpointGeneration> resume =
       agree_resume(options, config, data, *comm);
   print_configuration(config, *comm, backend, mpi_info);
-  gw::trainer::TrainerOptions run_options = options;
   if (resume && !options.checkpoint.path.empty()) {  // Note [Checkpoint generations]
     run_options.checkpoint.first_write_keeps_previous =
         resume->path == gw::trainer::previous_generation(gw::trainer::checkpoint_rank_path(
                             options.checkpoint.path, comm->rank()));
   }
-  const gw::trainer::TrainResult result = gw::trainer::train(
-      run_options, config, data, comm, resume ? &resume->checkpoint : nullptr, stream);
+  std::optional<gw::trainer::TrainResult> trained;
+  try {
+    trained = gw::trainer::train(run_options, config, data, comm,
+                                 resume ? &resume->checkpoint : nullptr, stream);
+  } catch (const gw::trainer::CheckpointWriteFailed& e) {
+    // A checkpoint inside the run failed, on every rank together (write_checkpoint's agreement):
+    // the job ends through MPI_Finalize, said by rank 0 and by each rank whose own write failed,
+    // without an abort (Note [Ending the job on an error]).
+    if (comm->rank() == 0 || e.here())
+      gw::MpiRuntime::print_error(kProgram, "checkpoint", e.what());
+    return kExitFailure;
+  }
+  const gw::trainer::TrainResult& result = *trained;
   if (comm->rank() == 0) write_outputs(options, config, result, backend, mpi_info);
   if (result.diverged) {
     // Every rank saw the same vote (Note [Diverged runs]) and stops here with the same code.

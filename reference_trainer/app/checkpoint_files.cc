@@ -1,20 +1,16 @@
 #include "reference_trainer/app/checkpoint_files.h"
 
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
 #include <string>
-#include <thread>
 
 #include "plugin/config_check.h"
 #include "reference_trainer/app/output_file.h"
@@ -26,33 +22,6 @@ namespace {
 constexpr char kResume[] = "--resume";
 
 std::string quoted(const std::string& path) { return "'" + path + "'"; }
-
-// Note [Faults the suite injects]
-// GW_TEST_FAULT_BEFORE_COMMIT=N:ACTION, a test's variable (not a GRADWIRE_* setting, and read
-// nowhere else): at this process's Nth checkpoint write, after the ranks agreed that every rank
-// has staged its file and before this rank commits it, ACTION happens: `kill`, SIGKILL at once;
-// `stall-kill`, SIGKILL after 2 s, in which the other ranks commit theirs (a slow disk, then a
-// kill). That is the window in which ranks end a generation apart; the suite's kill tests
-// (tests/integration/checkpoint_two_kills.sh) reach it on purpose rather than by chance.
-void injected_fault_before_commit() {
-  static int writes = 0;
-  ++writes;
-  const char* fault = std::getenv("GW_TEST_FAULT_BEFORE_COMMIT");
-  if (fault == nullptr) return;
-  const std::string text = fault;
-  const auto colon = text.find(':');
-  const std::string action = colon == std::string::npos ? "" : text.substr(colon + 1);
-  const std::string count = colon == std::string::npos ? "" : text.substr(0, colon);
-  if (count.empty() || count.find_first_not_of("0123456789") != std::string::npos ||
-      count.size() > 6 || (action != "kill" && action != "stall-kill")) {
-    throw std::runtime_error("GW_TEST_FAULT_BEFORE_COMMIT='" + text +
-                             "': accepted N:kill or N:stall-kill");
-  }
-  if (std::stoi(count) != writes) return;
-  std::fflush(nullptr);
-  if (action == "stall-kill") std::this_thread::sleep_for(std::chrono::seconds(2));
-  ::kill(::getpid(), SIGKILL);
-}
 
 // The bytes of `path`; false when there is no such file. Throws CheckpointError when it exists
 // but cannot be read.
@@ -110,7 +79,8 @@ std::string stage_checkpoint(const std::string& rank_path, const std::string& by
   return write_temporary(rank_path, bytes);
 }
 
-void commit_checkpoint(const std::string& staged, const std::string& rank_path, bool rotate) {
+void commit_checkpoint(const std::string& staged, const std::string& rank_path, bool rotate,
+                       const FaultHook& fault) {
   const std::string prev = previous_generation(rank_path);
   struct stat st {};
   if (::stat(rank_path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {  // never rotated away
@@ -125,13 +95,15 @@ void commit_checkpoint(const std::string& staged, const std::string& rank_path, 
     throw std::runtime_error("cannot rename " + quoted(rank_path) + " to " + quoted(prev) + ": " +
                              reason);
   }
+  if (fault) fault(FaultPhase::kRotate);  // Note [Faults the suite injects]
   replace_with_temporary(staged, rank_path);
 }
 
 void write_checkpoint(Communicator& comm, const std::string& rank_path, const std::string& bytes,
-                      bool rotate) {
+                      bool rotate, const FaultHook& fault) {
   std::string staged, error;
   try {
+    if (fault) fault(FaultPhase::kStage);  // Note [Faults the suite injects]
     staged = stage_checkpoint(rank_path, bytes);
   } catch (const std::exception& e) {
     error = e.what();
@@ -150,8 +122,8 @@ void write_checkpoint(Communicator& comm, const std::string& rank_path, const st
                                                     : "; no checkpoint was written before"),
         !error.empty());
   }
-  injected_fault_before_commit();  // Note [Faults the suite injects]
-  commit_checkpoint(staged, rank_path, rotate);
+  if (fault) fault(FaultPhase::kCommit);
+  commit_checkpoint(staged, rank_path, rotate, fault);
 }
 
 std::vector<CheckpointGeneration> read_generations(const std::string& rank_path, int rank,

@@ -9,6 +9,7 @@
 
 #include "plugin/comm/communicator.h"
 #include "reference_trainer/app/checkpoint.h"
+#include "reference_trainer/app/injected_faults.h"
 #include "reference_trainer/app/trainer_options.h"
 
 namespace gw::trainer {
@@ -57,7 +58,9 @@ std::string previous_generation(const std::string& rank_path);
 // it throws std::runtime_error and leaves nothing behind); commit renames `rank_path` (if there
 // is one) to its .prev when it `rotate`s, then `staged` to `rank_path`.
 std::string stage_checkpoint(const std::string& rank_path, const std::string& bytes);
-void commit_checkpoint(const std::string& staged, const std::string& rank_path, bool rotate = true);
+// `fault` is called at each phase of the write (Note [Faults the suite injects]).
+void commit_checkpoint(const std::string& staged, const std::string& rank_path, bool rotate = true,
+                       const FaultHook& fault = nullptr);
 
 // A checkpoint write that failed on some rank, thrown by every rank together (write_checkpoint):
 // `here` on a rank whose own write failed, with its reason; the others say another rank failed.
@@ -77,7 +80,7 @@ class CheckpointWriteFailed : public std::runtime_error {
 // generations stay as they were; a commit that fails after that agreement (a rename) throws
 // std::runtime_error on its rank alone.
 void write_checkpoint(Communicator& comm, const std::string& rank_path, const std::string& bytes,
-                      bool rotate = true);
+                      bool rotate = true, const FaultHook& fault = nullptr);
 
 // One generation of this rank's checkpoint, read and checked.
 struct CheckpointGeneration {

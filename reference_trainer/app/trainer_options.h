@@ -4,6 +4,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include "reference_trainer/app/injected_faults.h"
 
 namespace gw::trainer {
 
@@ -56,6 +59,9 @@ struct TrainerOptions {
   ScheduleOptions schedule;
   OutputOptions output;
   CheckpointOptions checkpoint;
+  // Set by gradwire_train from GW_TEST_FAULT, never from the command line
+  // (Note [Faults the suite injects]).
+  std::vector<InjectedFault> faults;
 };
 
 }  // namespace gw::trainer

@@ -174,6 +174,7 @@ bool TrainingRun::step() {
   timer_.end(result_.steps, stream, optimizer_.last_exchange_ms());
   ++result_.steps;
   ++epoch_.steps_done;
+  inject_faults(options_.faults, comm_->rank(), result_.steps, FaultPhase::kStep);
   const amp::LossScaler* scaler = optimizer_.loss_scaler();
   const bool skipped = scaler != nullptr && scaler->skipped_steps() > skipped_before;
   const bool stuck = skipped && scaler->at_floor() && scaler->consecutive_skips() >= kStuckSkips;
@@ -306,7 +307,10 @@ void TrainingRun::record_evaluation(const Evaluation& eval, double trained, doub
 void TrainingRun::save_checkpoint(double now) {
   const Checkpoint c = checkpoint_at(now);
   traffic_.without([&] {
-    write_checkpoint(*comm_, checkpoints_.file(), serialize_checkpoint(c), checkpoints_.rotates());
+    write_checkpoint(*comm_, checkpoints_.file(), serialize_checkpoint(c), checkpoints_.rotates(),
+                     [&](FaultPhase phase) {  // Note [Faults the suite injects]
+                       inject_faults(options_.faults, comm_->rank(), result_.steps, phase);
+                     });
   });
   checkpoints_.written(result_.steps);
 }

@@ -23,7 +23,7 @@ std::size_t checked_global_batch(std::size_t num_samples, int world_size, int ra
     throw std::invalid_argument("EpochSharder: batch_per_rank must be >= 1, got 0");
   }
   const auto ranks = static_cast<std::size_t>(world_size);
-  if (batch_per_rank > num_samples / ranks) {
+  if (!EpochSharder::fills_one_global_batch(num_samples, world_size, batch_per_rank)) {
     throw std::invalid_argument("EpochSharder: " + std::to_string(num_samples) +
                                 " samples do not fill one global batch of batch_per_rank " +
                                 std::to_string(batch_per_rank) + " x world_size " +
@@ -34,6 +34,11 @@ std::size_t checked_global_batch(std::size_t num_samples, int world_size, int ra
 }
 
 }  // namespace
+
+bool EpochSharder::fills_one_global_batch(std::size_t num_samples, int world_size,
+                                          std::size_t batch_per_rank) {
+  return world_size >= 1 && batch_per_rank <= num_samples / static_cast<std::size_t>(world_size);
+}
 
 EpochSharder::EpochSharder(std::size_t num_samples, int world_size, int rank,
                            std::size_t batch_per_rank, std::uint64_t seed)

@@ -32,6 +32,10 @@ class EpochSharder {
   std::size_t global_batch() const { return global_batch_; }
   std::uint64_t seed() const { return seed_; }
   std::size_t steps_per_epoch() const { return num_samples_ / global_batch_; }
+  // Whether `num_samples` fill one global batch (batch_per_rank x world_size), as the
+  // constructor requires; for a caller that must refuse such a run before building one.
+  static bool fills_one_global_batch(std::size_t num_samples, int world_size,
+                                     std::size_t batch_per_rank);
 
   // This rank's batch_per_rank sample indices at (epoch, step); step < steps_per_epoch(), else
   // std::out_of_range. The second form writes into `out`, reusing its capacity.

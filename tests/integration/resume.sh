@@ -11,30 +11,20 @@ bin=$1; mpiexec=$2; strategy=$3
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 common=(--model mlp-small --epochs 3 --batch-size 32 --seed 5 --train-subset 4096 --test-subset 500
         --no-progress)
-dgc=(GRADWIRE_COMPRESSOR=dgc GRADWIRE_DGC_SPARSITY=0.75,0.9375,0.984375,0.996,0.999
-     GRADWIRE_DGC_RAMPUP_STEPS=30)
-vars=(); extra=(--lr 0.05 --momentum 0.9); total=40; splits=(20)
+. "$(dirname "$0")/strategy_settings.sh"
+strategy_settings "$strategy" || { echo "unknown strategy $strategy"; exit 2; }
+total=40; splits=(20)
 case $strategy in
-  dense) ;;
-  fp16) vars=(GRADWIRE_COMPRESSOR=fp16) ;;
   # The warm-up's sparsity steps up every 6 steps until step 30: split inside it and after it.
-  dgc) vars=("${dgc[@]}"); total=44; splits=(14 35) ;;
-  topk_adam) vars=(GRADWIRE_COMPRESSOR=topk GRADWIRE_DGC_SPARSITY=0.99)
-             extra=(--optimizer adam --lr 0.001) ;;
+  dgc) total=44; splits=(14 35) ;;
   # Split inside an averaging period (20 is not a multiple of 3), with evaluations of the average
   # model on both sides: the end of the first part averages for its evaluation, which the
   # checkpoint must not hold (Note [When a checkpoint is taken]); and at epoch 1's end (step 32,
   # not a multiple of 3 either), where the straight run averages too.
-  local_sgd) vars=(GRADWIRE_SYNC=local_sgd GRADWIRE_LOCAL_SGD_K=3); extra+=(--eval-every 7)
-             total=48; splits=(20 32) ;;
-  post_local_sgd) vars=(GRADWIRE_SYNC=post_local_sgd GRADWIRE_LOCAL_SGD_BEGIN_STEP=12
-                        GRADWIRE_LOCAL_SGD_K=4); splits=(22) ;;
-  adaptive_local_sgd) vars=(GRADWIRE_SYNC=adaptive_local_sgd GRADWIRE_ADAPTIVE_INIT_K=4
-                            GRADWIRE_ADAPTIVE_MAX_K=8); splits=(21) ;;
-  # Overflows back the scale off from 1e9 at the start, and growth after every 4 clean steps
-  # raises it again, so the scale changes on both sides of the split.
-  amp) vars=(GRADWIRE_AMP=1 GRADWIRE_AMP_INIT_SCALE=1e9 GRADWIRE_AMP_GROWTH_INTERVAL=4) ;;
-  *) echo "unknown strategy $strategy"; exit 2 ;;
+  local_sgd) extra+=(--eval-every 7); total=48; splits=(20 32) ;;
+  post_local_sgd) splits=(22) ;;
+  adaptive_local_sgd) splits=(21) ;;
+  # The amp settings change the loss scale on both sides of the split.
 esac
 
 run() {  # run NAME ARGS...

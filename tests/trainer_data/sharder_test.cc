@@ -2,6 +2,7 @@
 // B see exactly what one rank with batch B*n sees (See Note [Epoch sharding]).
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -42,6 +43,27 @@ TEST(EpochSharderTest, ValidatesArguments) {
   EXPECT_THAT(invalid_argument_of(0, 1, 0, 1), HasSubstr("0 samples do not fill"));
   // Exactly one global batch is enough.
   EXPECT_NO_THROW(EpochSharder(100, 4, 3, 25, 1));
+}
+
+// The rule gradwire_train asks before building a run: the constructor's, without overflow.
+TEST(EpochSharderTest, FillsOneGlobalBatchIsTheConstructorsRule) {
+  EXPECT_TRUE(EpochSharder::fills_one_global_batch(100, 4, 25));
+  EXPECT_FALSE(EpochSharder::fills_one_global_batch(100, 4, 26));
+  EXPECT_FALSE(EpochSharder::fills_one_global_batch(0, 1, 1));
+  EXPECT_FALSE(EpochSharder::fills_one_global_batch(100, 0, 1));
+  const std::size_t wraps = std::numeric_limits<std::size_t>::max() / 2 + 1;  // x 2 wraps to 0
+  EXPECT_FALSE(EpochSharder::fills_one_global_batch(100, 2, wraps));
+  for (const std::size_t n : {0, 1, 63, 64, 65, 1000}) {
+    for (const std::size_t batch : {1, 16, 17, 32}) {
+      bool built = true;
+      try {
+        EpochSharder sharder(n, 4, 0, batch, 1);
+      } catch (const std::invalid_argument&) {
+        built = false;
+      }
+      EXPECT_EQ(EpochSharder::fills_one_global_batch(n, 4, batch), built) << n << " " << batch;
+    }
+  }
 }
 
 TEST(EpochSharderTest, StepsDropTheIncompleteLastGlobalBatch) {

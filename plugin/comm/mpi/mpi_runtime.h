@@ -18,7 +18,8 @@ namespace gw {
 //   whole job, unless every rank threw it together: a config::ConfigError thrown on every rank
 //   (the cross-rank checks, agree_on_startup_errors) ends through MPI_Finalize instead, each rank
 //   printing its own message once (rank 0 alone, when every rank has the same one), with no
-//   abort banner.
+//   abort banner. A program may end other errors that every rank threw together the same way,
+//   returning from its body (gradwire_train's failed checkpoint write, which the ranks agree on).
 // - An MpiRuntime destroyed while an exception is in flight does not call MPI_Finalize (it would
 //   wait for peers that are waiting for this rank). If the program then returns from main
 //   without aborting (a `catch` that prints and returns 1), an exit handler aborts the job.
