@@ -39,6 +39,11 @@ for stop in "--max-steps 10 --train-subset 4096" "--epochs 1 --train-subset 1024
   "$bin/gradwire_check_report" "$work/r.json" --min /steps=$steps --max /steps=$steps \
     --min /checkpoints/written=0 --max /checkpoints/written=0 --min /final_test_accuracy=0.1 ||
     { echo "FAIL: the report's figures ($stop)"; exit 1; }
+  # The training clock stays paused around the failed write, so training is within the wall time
+  # (with the clock left paused, the epoch's next pause counted a segment twice).
+  python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))
+sys.exit(not 0 < r["train_seconds"] <= r["wall_seconds"])' "$work/r.json" ||
+    { grep '_seconds"' "$work/r.json"; echo "FAIL: train_seconds beyond wall_seconds"; exit 1; }
   grep -q '"final_error": "--checkpoint: cannot write .*No space left on device' "$work/r.json" ||
     { grep -A8 '"checkpoints"' "$work/r.json"; echo "FAIL: the report does not say why"; exit 1; }
   echo "ok: a final checkpoint that does not fit ($stop): the report written, the reason said, exit 1"
