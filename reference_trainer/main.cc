@@ -220,10 +220,9 @@ int run(const gw::trainer::TrainerOptions& options, const gw::config::Config& co
                                  resume ? &resume->checkpoint : nullptr, stream);
   } catch (const gw::trainer::CheckpointWriteFailed& e) {
     // A checkpoint inside the run failed, on every rank together (write_checkpoint's agreement):
-    // the job ends through MPI_Finalize, said by rank 0 and by each rank whose own write failed,
-    // without an abort (Note [Ending the job on an error]).
-    if (comm->rank() == 0 || e.here())
-      gw::MpiRuntime::print_error(kProgram, "checkpoint", e.what());
+    // the job ends through MPI_Finalize, without an abort, each rank whose own write failed
+    // saying why (Note [Ending the job on an error]).
+    if (e.here()) gw::MpiRuntime::print_error(kProgram, "checkpoint", e.what());
     return kExitFailure;
   }
   const gw::trainer::TrainResult& result = *trained;
@@ -236,7 +235,7 @@ int run(const gw::trainer::TrainerOptions& options, const gw::config::Config& co
   }
   // After the outputs (Note [A failed final checkpoint]).
   if (const gw::trainer::CheckpointResult& ck = result.checkpoints; !ck.final_error.empty()) {
-    if (comm->rank() == 0 || ck.final_error_here) {
+    if (ck.final_error_here) {
       gw::MpiRuntime::print_error(kProgram, "checkpoint", ck.final_error);
     }
     return kExitFailure;

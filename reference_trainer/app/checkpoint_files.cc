@@ -108,15 +108,23 @@ void write_checkpoint(Communicator& comm, const std::string& rank_path, const st
   } catch (const std::exception& e) {
     error = e.what();
   }
-  // Every rank's new file is on the disk before any rank replaces its current one.
-  std::int32_t failed = error.empty() ? 0 : 1;
-  comm.allreduce(&failed, 1, DataType::kInt32, ReduceOp::kMax, TrafficKind::kControl);
-  if (failed != 0) {
+  // Every rank's new file is on the disk before any rank replaces its current one: the ranks
+  // agree on the lowest rank whose staging failed (the world size: none).
+  std::int32_t first_failed = error.empty() ? comm.size() : comm.rank();
+  comm.allreduce(&first_failed, 1, DataType::kInt32, ReduceOp::kMin, TrafficKind::kControl);
+  if (first_failed < comm.size()) {
     if (!staged.empty()) ::unlink(staged.c_str());
+    // Its reason goes to every rank, so that rank 0's report can say why.
+    std::string reason = error;
+    std::int64_t length = static_cast<std::int64_t>(reason.size());
+    comm.broadcast(&length, 1, DataType::kInt64, first_failed, TrafficKind::kControl);
+    reason.resize(static_cast<std::size_t>(length));
+    comm.broadcast(reason.data(), reason.size(), DataType::kUInt8, first_failed,
+                   TrafficKind::kControl);
     throw CheckpointWriteFailed(
         "--checkpoint: " +
-            (error.empty() ? std::string("the checkpoint could not be written on "
-                                         "another rank (its error is printed there)")
+            (error.empty() ? "the checkpoint could not be written on rank " +
+                                 std::to_string(first_failed) + ": " + reason
                            : error) +
             (::access(rank_path.c_str(), F_OK) == 0 ? "; the previous checkpoint is kept"
                                                     : "; no checkpoint was written before"),

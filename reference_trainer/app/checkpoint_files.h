@@ -63,7 +63,8 @@ void commit_checkpoint(const std::string& staged, const std::string& rank_path, 
                        const FaultHook& fault = nullptr);
 
 // A checkpoint write that failed on some rank, thrown by every rank together (write_checkpoint):
-// `here` on a rank whose own write failed, with its reason; the others say another rank failed.
+// `here` on a rank whose own write failed, with its reason; the others give the reason of the
+// lowest rank that failed, naming it.
 class CheckpointWriteFailed : public std::runtime_error {
  public:
   CheckpointWriteFailed(const std::string& message, bool here)

@@ -19,7 +19,8 @@ namespace {
 
 constexpr char kVariable[] = "GW_TEST_FAULT";
 constexpr char kAccepted[] =
-    "accepted: RANK:STEP:PHASE:ACTION[,...] with PHASE step, stage, commit or rotate and ACTION "
+    "accepted: RANK:STEP:PHASE:ACTION[,...] with PHASE step, stage, commit, rotate or room and "
+    "ACTION "
     "kill, delay-kill=SECONDS, delay=SECONDS, throw, or full-disk (at stage only)";
 
 [[noreturn]] void refuse(const std::string& entry, const std::string& why) {
@@ -50,6 +51,7 @@ FaultPhase phase_named(const std::string& entry, const std::string& name) {
   if (name == "stage") return FaultPhase::kStage;
   if (name == "commit") return FaultPhase::kCommit;
   if (name == "rotate") return FaultPhase::kRotate;
+  if (name == "room") return FaultPhase::kRoom;
   refuse(entry, "no phase '" + name + "'");
 }
 

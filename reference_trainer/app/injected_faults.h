@@ -18,7 +18,9 @@ namespace gw::trainer {
 //   stage   in the checkpoint write at step STEP, where this rank stages its new file;
 //   commit  in that write, after the ranks agreed that every rank staged its file, before this
 //           rank rotates its current file to .prev (Note [Checkpoint generations]);
-//   rotate  in that write, after the rotation, before the new file takes the current name.
+//   rotate  in that write, after the rotation, before the new file takes the current name;
+//   room    in the check of room for the outputs after step STEP, before this rank's probe
+//           (Note [Room for what a run writes]).
 // ACTION:
 //   kill           SIGKILL, at once;
 //   delay-kill=S   SIGKILL after S seconds, in which the other ranks go on (a slow disk, then a
@@ -29,7 +31,7 @@ namespace gw::trainer {
 // A value that is not of this form, or names a rank outside the world, stops every rank before
 // training with an error saying what is accepted. tests/integration/fault_matrix.sh builds on it.
 
-enum class FaultPhase { kStep, kStage, kCommit, kRotate };
+enum class FaultPhase { kStep, kStage, kCommit, kRotate, kRoom };
 
 struct InjectedFault {
   enum class Action { kKill, kDelayKill, kDelay, kThrow, kFullDisk };

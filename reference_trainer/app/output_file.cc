@@ -32,6 +32,8 @@ class Fd {
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
   int get() const { return fd_; }
+  // Gives the descriptor up without closing it.
+  void release() { fd_ = -1; }
   // Closes now, reporting the error that close() may be the first to see.
   bool close() {
     const int fd = fd_;
@@ -74,7 +76,26 @@ bool written_in_place(const std::string& path) {
 
 }  // namespace
 
-void check_writable(const std::string& path, const char* option, bool rotated) {
+HeldRoom& HeldRoom::operator=(HeldRoom&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.fd_;
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+HeldRoom::~HeldRoom() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void check_writable(const std::string& path, const char* option, bool rotated,
+                    std::uint64_t bytes) {
+  reserve_room(path, option, rotated, bytes);
+}
+
+HeldRoom reserve_room(const std::string& path, const char* option, bool rotated,
+                      std::uint64_t bytes) {
   const std::string accepted =
       rotated ? " (accepted: a regular file path in an existing folder that this process can "
                 "write)"
@@ -87,7 +108,7 @@ void check_writable(const std::string& path, const char* option, bool rotated) {
     const bool in_place = S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode);
     if (in_place && !rotated) {
       // A FIFO is not opened here: without a reader that would block.
-      if (S_ISFIFO(st.st_mode) || ::access(path.c_str(), W_OK) == 0) return;
+      if (S_ISFIFO(st.st_mode) || ::access(path.c_str(), W_OK) == 0) return HeldRoom();
       throw config::ConfigError(std::string(option) + ": cannot write '" + path +
                                 "': " + errno_text() + accepted);
     }
@@ -102,16 +123,21 @@ void check_writable(const std::string& path, const char* option, bool rotated) {
     throw config::ConfigError(std::string(option) + ": cannot write '" + path +
                               "': " + errno_text() + accepted);
   }
-  // The probe also takes kProbeBytes of the disk, and gives them back: a full file system fails
-  // here, not after the training.
-  const int rc = ::posix_fallocate(fd.get(), 0, kProbeBytes);
-  fd.close();
+  // The probe also takes the file's bytes and kProbeBytes more of the disk, held until the
+  // returned HeldRoom goes: a file system without room for the file fails here, not after the
+  // training. Unlinked at once, the probe leaves nothing behind however this process ends.
+  const std::uint64_t room = bytes + static_cast<std::uint64_t>(kProbeBytes);
+  const int rc = ::posix_fallocate(fd.get(), 0, static_cast<off_t>(room));
   ::unlink(probe.c_str());
-  if (rc == ENOSPC || rc == EDQUOT) {
-    throw config::ConfigError(std::string(option) + ": cannot write '" + path +
-                              "': " + std::strerror(rc) + " (no room for " +
-                              std::to_string(kProbeBytes >> 10) + " KiB in its folder)" + accepted);
+  if (rc == ENOSPC || rc == EDQUOT || rc == EFBIG) {
+    throw config::ConfigError(
+        std::string(option) + ": cannot write '" + path + "': " + std::strerror(rc) +
+        " (no room for " + std::to_string((room + 1023) >> 10) + " KiB in its folder" +
+        (bytes > 0 ? ", what it will hold and 64 KiB more" : "") + ")" + accepted);
   }
+  HeldRoom held(fd.get());
+  fd.release();
+  return held;
 }
 
 std::string write_temporary(const std::string& path, const std::string& bytes) {

@@ -21,6 +21,10 @@ void save_parameters(const std::vector<float>& values, const std::string& path) 
   write_file_atomically(path, bytes);
 }
 
+std::uint64_t parameter_file_bytes(std::size_t count) {
+  return sizeof kParamMagic + sizeof(std::uint64_t) + std::uint64_t{count} * sizeof(float);
+}
+
 std::vector<float> load_parameters(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot read parameters from '" + path + "'");

@@ -5,12 +5,15 @@
 #include <sstream>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "kernels/device.h"
 #include "plugin/config_check.h"
 #include "reference_trainer/app/checkpoint.h"
 #include "reference_trainer/app/checkpoint_files.h"
 #include "reference_trainer/app/evaluation.h"
+#include "reference_trainer/app/output_room.h"
+#include "reference_trainer/app/parameter_file.h"
 #include "reference_trainer/app/per_rank_figures.h"
 #include "reference_trainer/app/run_identity.h"
 #include "reference_trainer/app/trainer.h"
@@ -135,6 +138,33 @@ void TrainingRun::resume(const Checkpoint& c) {
 
 void TrainingRun::start() { run_start_ = synchronized_now(*comm_) - wall_before_; }
 
+// Note [Room for what a run writes]
+void TrainingRun::check_room_for_outputs() {
+  room_checked_ = true;
+  epoch_.clock->pause();
+  std::vector<OutputRoom> outputs;
+  if (!checkpoints_.file().empty()) {
+    Checkpoint c;  // but for its figures
+    c.identity = identity_;
+    c.parameters = model_->parameters();
+    std::ostringstream state;
+    optimizer_.save_state(state);
+    c.optimizer_state = state.str();
+    outputs.push_back({checkpoints_.file(), "--checkpoint", true, serialize_checkpoint(c).size()});
+  }
+  if (comm_->rank() == 0 && !options_.output.save_params_path.empty()) {
+    outputs.push_back({options_.output.save_params_path, "--save-params", false,
+                       parameter_file_bytes(model_->num_parameters())});
+  }
+  // Not the run's traffic: a resumed run checks again, and must count what a straight run counts.
+  traffic_.without([&] {
+    agree_on_room(*comm_, outputs, [&](FaultPhase phase) {  // Note [Faults the suite injects]
+      inject_faults(options_.faults, comm_->rank(), result_.steps, phase);
+    });
+  });
+  epoch_.clock->resume();
+}
+
 bool TrainingRun::more_epochs() const {
   return epoch_.number <= schedule_.epochs() && !reached_max_steps() && !stop_;
 }
@@ -191,6 +221,8 @@ bool TrainingRun::step() {
     stop_ = true;
     return false;
   }
+  // The same on every rank: mixed precision's skip is agreed.
+  if (!room_checked_ && !skipped) check_room_for_outputs();
   progress_.update(epoch_.number, schedule_.epochs(), epoch_.steps_done, sharder_.steps_per_epoch(),
                    epoch_.loss_sum / epoch_.steps_done);
   return true;
@@ -319,8 +351,9 @@ void TrainingRun::save_checkpoint(double now) {
 // A checkpoint that fails inside the run ends it there, on every rank (write_checkpoint agrees
 // on the failure). The one where the run ends has nothing left to protect: the training is done,
 // so its failure (a full disk, say) is recorded instead, the run ends as it would have, rank 0
-// writes the report (checkpoints.final_error) and the parameters, and then every rank stops with
-// exit code 1, the rank whose write failed saying why, and rank 0 in any case. Only the agreed
+// writes the report (checkpoints.final_error, which gives the reason of the lowest rank whose
+// write failed) and the parameters, and then every rank stops with exit code 1, each rank whose
+// own write failed saying why. Only the agreed
 // failure is caught: a commit that fails on one rank after the agreement ends the job as any
 // other error on one rank does.
 void TrainingRun::save_final_checkpoint(double now) {

@@ -73,6 +73,10 @@ class TrainingRun {
   // One step: the batch, forward and backward, the exchange and the update, and the ranks' vote
   // on a non-finite loss. Returns false when the run diverged.
   bool step();
+  // After this process's first step that updated the parameters: room for this rank's checkpoint
+  // and rank 0's parameters file (Note [Room for what a run writes]); a failure on any rank stops
+  // every rank, exit 2.
+  void check_room_for_outputs();
   // An evaluation inside the epoch (--eval-every). Returns false when rank 0 voted to stop.
   bool evaluate_inside_epoch();
   // A checkpoint inside the epoch, with the training clock paused around it; `last`: where the
@@ -113,8 +117,9 @@ class TrainingRun {
   ProgressOutput progress_;
   std::vector<std::size_t> indices_;  // the step's batch
   EpochProgress epoch_;
-  double run_start_ = 0;    // synchronized wall time the run started (earlier, when resumed)
-  double wall_before_ = 0;  // a resumed run's wall seconds before this process
+  bool room_checked_ = false;  // check_room_for_outputs() ran
+  double run_start_ = 0;       // synchronized wall time the run started (earlier, when resumed)
+  double wall_before_ = 0;     // a resumed run's wall seconds before this process
   bool stop_ = false;
 };
 

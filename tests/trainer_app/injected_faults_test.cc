@@ -27,9 +27,9 @@ std::string refusal(const std::string& value, int world_size = 4) {
 TEST(InjectedFaults, ParsesEveryPhaseAndAction) {
   const auto faults = parse_injected_faults(
       "3:6:commit:delay-kill=1,0:8:rotate:kill,1:9:step:throw,0:10:stage:full-disk,"
-      "2:12:stage:delay=0.25",
+      "2:12:stage:delay=0.25,1:1:room:delay=0.5",
       4);
-  ASSERT_EQ(faults.size(), 5u);
+  ASSERT_EQ(faults.size(), 6u);
   EXPECT_EQ(faults[0].rank, 3);
   EXPECT_EQ(faults[0].step, 6);
   EXPECT_EQ(faults[0].phase, FaultPhase::kCommit);
@@ -43,6 +43,7 @@ TEST(InjectedFaults, ParsesEveryPhaseAndAction) {
   EXPECT_EQ(faults[4].action, Action::kDelay);
   EXPECT_DOUBLE_EQ(faults[4].seconds, 0.25);
   EXPECT_EQ(faults[4].text, "2:12:stage:delay=0.25");
+  EXPECT_EQ(faults[5].phase, FaultPhase::kRoom);
   EXPECT_TRUE(parse_injected_faults("", 4).empty());
 }
 
