@@ -49,6 +49,9 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<CountingCommunicator>
                                           : kernels::Stream::cuda(options.stream.cuda_device());
   scale_ = GradientScale(config_.get_string(config::keys::kGradientReduction) == "average",
                          params_.size(), comm_->size());
+  accumulation_ =
+      GradientAccumulation(static_cast<int>(config_.get_int(config::keys::kAccumulationSteps)),
+                           scale_.average(), params_.numel(), params_.stream());
 
   // Tensor fusion (Note [Buckets in the step]).
   const double threshold_mib = config_.get_float(config::keys::kFusionThresholdMb);
@@ -159,10 +162,47 @@ void DistributedOptimizer::gradient_ready(std::size_t i) {
   }
   if (buckets_.tracker.is_marked(i)) {
     throw std::logic_error("gradient_ready: parameter '" + params_[i].spec.name +
-                           "' reported ready twice in step " + std::to_string(steps_));
+                           "' reported ready twice in step " + std::to_string(steps_) +
+                           (accumulation_.on() ? ", " + accumulation_.where() : ""));
+  }
+  fold_pass(i);
+  if (!accumulation_.last()) {  // Note [Gradient accumulation]: nothing leaves this pass
+    buckets_.tracker.mark_ready(i);
+    return;
   }
   if (buckets_.tracker.none_marked()) begin_gradients();
   launch_released(buckets_.tracker.mark_ready(i));
+}
+
+void DistributedOptimizer::fold_pass(std::size_t i) {
+  accumulation_.fold(params_.gradient(i), params_[i].offset, params_[i].spec.numel,
+                     params_.stream());
+}
+
+std::string DistributedOptimizer::unmarked_parameters() const {
+  std::string missing;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    if (!buckets_.tracker.is_marked(i)) {
+      missing += (missing.empty() ? "" : ", ") + params_[i].spec.name;
+    }
+  }
+  return missing;
+}
+
+void DistributedOptimizer::end_pass() {
+  fusion::LaunchTracker& tracker = buckets_.tracker;
+  if (tracker.none_marked()) {
+    for (std::size_t i = 0; i < params_.size(); ++i) fold_pass(i);
+  } else if (!tracker.all_marked()) {
+    const std::string missing = unmarked_parameters();
+    tracker.reset();
+    throw std::logic_error("step " + std::to_string(steps_) + ", " + accumulation_.where() +
+                           ": gradient_ready was not called for: " + missing);
+  }
+  tracker.reset();
+  observers_.pass_ended(steps_, accumulation_.pass(), accumulation_.passes());
+  accumulation_.next_pass();
+  facts_.loss_reported = false;
 }
 
 void DistributedOptimizer::begin_gradients() {
@@ -194,13 +234,11 @@ void DistributedOptimizer::collect_gradients() {
   const StepClock::time_point wait_begin = StepClock::now();
   fusion::LaunchTracker& tracker = buckets_.tracker;
   if (tracker.none_marked()) {
+    for (std::size_t i = 0; i < params_.size(); ++i) fold_pass(i);
     begin_gradients();
     launch_released(tracker.mark_all());
   } else if (!tracker.all_marked()) {
-    std::string missing;
-    for (std::size_t i = 0; i < params_.size(); ++i) {
-      if (!tracker.is_marked(i)) missing += (missing.empty() ? "" : ", ") + params_[i].spec.name;
-    }
+    const std::string missing = unmarked_parameters();
     wait_engine();
     tracker.reset();
     throw std::logic_error("step " + std::to_string(steps_) +
@@ -251,6 +289,10 @@ void DistributedOptimizer::log_exchange(StepClock::time_point wait_begin) const 
 }
 
 void DistributedOptimizer::synchronize_gradients() {
+  if (!accumulation_.last()) {
+    throw std::logic_error("synchronize_gradients: in " + accumulation_.where() +
+                           ", before the last (only the last exchanges)");
+  }
   collect_gradients();
   for (std::size_t i = 0; i < params_.size(); ++i) {
     const float scale = scale_.needed(i);
@@ -268,7 +310,9 @@ void DistributedOptimizer::report_loss(double loss) {
     throw std::logic_error("report_loss: called twice in step " + std::to_string(steps_));
   }
   facts_.loss_reported = true;
-  local_sgd_->add_loss(steps_, loss);
+  // Under gradient accumulation, the mean over the step's backward passes.
+  const double mean = accumulation_.add_loss(loss);
+  if (accumulation_.last()) local_sgd_->add_loss(steps_, mean);
 }
 
 void DistributedOptimizer::update(bool local, StepEnd& end) {
@@ -284,6 +328,10 @@ void DistributedOptimizer::update(bool local, StepEnd& end) {
 
 void DistributedOptimizer::step() {
   throw_if_failed();
+  if (!accumulation_.last()) {
+    end_pass();
+    return;
+  }
   const bool local = !local_sgd_->exchanges_gradients(steps_);
   local_sgd_->check_loss_reported(steps_, facts_.loss_reported);
   StepEnd end;
@@ -304,11 +352,16 @@ void DistributedOptimizer::step() {
   if (local_sgd_->averages_after(steps_)) average_parameters(/*scheduled=*/true);
   end.step = steps_++;
   facts_ = StepFacts{};
+  accumulation_.step_ended();
   observers_.step_ended(end);
 }
 
 void DistributedOptimizer::check_between_steps(const char* what) const {
   throw_if_failed();
+  if (accumulation_.part_way()) {
+    throw std::logic_error(std::string("DistributedOptimizer::") + what + ": called in " +
+                           accumulation_.where() + ", inside an optimizer step");
+  }
   if (!buckets_.tracker.none_marked()) {
     throw std::logic_error(std::string("DistributedOptimizer::") + what +
                            ": called after gradient_ready and before step() (buckets may be in "

@@ -26,6 +26,7 @@
 #include "plugin/compression_counter.h"
 #include "plugin/config/config.h"
 #include "plugin/engine.h"
+#include "plugin/gradient_accumulation.h"
 #include "plugin/local_sgd_averaging.h"
 #include "plugin/logger.h"
 #include "plugin/optimizer.h"
@@ -127,7 +128,9 @@ class DistributedOptimizer {
 
   // Backward calls this as soon as parameter i's gradient is final; a bucket whose gradients are
   // all final is exchanged on the engine thread right away (Note [Buckets in the step]), so the
-  // gradient must not be written again before step(). Optional: a program that never calls it
+  // gradient must not be written again before step(). Under gradient accumulation, a backward
+  // pass before the last adds the gradient to the step's sum instead
+  // (Note [Gradient accumulation]). Optional: a program that never calls it
   // has every gradient exchanged at step(). Calling it twice for one parameter in one step, or
   // calling it for some parameters but not all before step(), is a std::logic_error. Call it from
   // one thread at a time.
@@ -138,6 +141,8 @@ class DistributedOptimizer {
   // division by the world size is folded into its step (Note [Who divides by the world size]).
   // Under a local SGD policy (GRADWIRE_SYNC) a local step runs the inner optimizer on this rank's
   // own gradients, and an averaging point averages the parameters after the update. Collective.
+  // Under GRADWIRE_ACCUMULATION_STEPS=N, call it after every backward pass: the first N-1 only
+  // add to the gradient sum (not collective); the Nth does all of the above.
   void step();
 
   // The exchange alone, for programs that want to look at the reduced gradients before stepping:
@@ -187,7 +192,12 @@ class DistributedOptimizer {
   const sync_policies::SyncPolicy& sync_policy() const { return local_sgd_->policy(); }
   Optimizer& inner() { return *inner_; }
   CountingCommunicator& communicator() { return *comm_; }
+  // Optimizer steps taken (under gradient accumulation, not backward passes).
   std::int64_t steps() const { return steps_; }
+  // GRADWIRE_ACCUMULATION_STEPS: backward passes per optimizer step, and the one running (0-based;
+  // the last exchanges and updates).
+  int accumulation_steps() const { return accumulation_.passes(); }
+  int backward_pass() const { return accumulation_.pass(); }
   const Logger& logger() const { return log_; }
 
  private:
@@ -213,6 +223,13 @@ class DistributedOptimizer {
 
   // The first gradient_ready of a step (or step() without any): what this step's bucket jobs do.
   void begin_gradients();
+  // Under gradient accumulation: parameter i's gradient of this backward pass into the sum, or
+  // the sum into it in the last pass.
+  void fold_pass(std::size_t i);
+  // A backward pass before the last ends at step() (Note [Gradient accumulation]).
+  void end_pass();
+  // The names of the parameters gradient_ready has not marked this pass, or "".
+  std::string unmarked_parameters() const;
   // Releases what gradient_ready did not, waits for every bucket and, when AMP checks before the
   // exchange, votes on an overflow and exchanges. Afterwards each parameter's gradient times
   // scale_.needed(i) is what the inner optimizer must use (on a local step: this rank's own
@@ -270,6 +287,7 @@ class DistributedOptimizer {
   // per bucket of the flat gradient buffer.
   StepBuckets buckets_;
   GradientScale scale_;
+  GradientAccumulation accumulation_;
   StepFacts facts_;
   // Set once the engine failed (the optimizer is unusable), and the test's injected failure.
   struct Failure {

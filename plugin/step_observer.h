@@ -25,10 +25,10 @@ using StepClock = std::chrono::steady_clock;
 // Host clock times of one step's phases (a default time point where no observer wants times).
 struct StepEnd {
   std::int64_t step = 0;
-  StepClock::time_point wait_begin, wait_end;   // step() collecting the buckets
+  StepClock::time_point wait_begin, wait_end;      // step() collecting the buckets
   StepClock::time_point update_begin, update_end;  // the inner optimizer's update alone
-  StepClock::time_point end;                     // the step's work done (before averaging)
-  bool skipped = false;                          // AMP skipped the update
+  StepClock::time_point end;                       // the step's work done (before averaging)
+  bool skipped = false;                            // AMP skipped the update
 };
 
 class StepObserver {
@@ -43,6 +43,9 @@ class StepObserver {
   virtual void bucket_released(std::size_t /*b*/, const kernels::Stream& /*program*/) {}
   // step() starts collecting the gradients.
   virtual void gradients_ready() {}
+  // A backward pass before the last of optimizer step `step` ended: `pass` (0-based) of
+  // `passes` (Note [Gradient accumulation]).
+  virtual void pass_ended(std::int64_t /*step*/, int /*pass*/, int /*passes*/) {}
   // The step is over. Collective where an observer needs its ranks (every rank ends it together).
   virtual void step_ended(const StepEnd& /*end*/) {}
 };
@@ -68,6 +71,9 @@ class StepObservers {
   }
   void gradients_ready() const {
     for (StepObserver* o : list_) o->gradients_ready();
+  }
+  void pass_ended(std::int64_t step, int pass, int passes) const {
+    for (StepObserver* o : list_) o->pass_ended(step, pass, passes);
   }
   void step_ended(const StepEnd& end) const {
     for (StepObserver* o : list_) o->step_ended(end);

@@ -26,6 +26,13 @@ StepTimeline::TimePoint StepTimeline::at(const kernels::Event& event) const {
   return anchor_host_ - std::chrono::round<Clock::duration>(before_anchor);
 }
 
+void StepTimeline::pass_ended(std::int64_t step, int pass, int passes) {
+  if (!file_) return;
+  char name[64];
+  std::snprintf(name, sizeof name, "backward pass %d of %d", pass + 1, passes);
+  file_->instant(0, name, Clock::now(), step);
+}
+
 void StepTimeline::step_ended(const StepEnd& end) {
   if (!file_) return;
   const std::int64_t step = end.step;

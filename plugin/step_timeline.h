@@ -83,6 +83,9 @@ class StepTimeline final : public StepObserver {
   void bucket_released(std::size_t b, const kernels::Stream& program) override {
     mark(times_[b].released, program);
   }
+  // A backward pass before the last of an accumulated step: an instant on the program's track,
+  // "backward pass k of N" (Note [Gradient accumulation]).
+  void pass_ended(std::int64_t step, int pass, int passes) override;
   void step_ended(const StepEnd& end) override;
 
  private:

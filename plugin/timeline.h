@@ -14,7 +14,9 @@ namespace gw {
 // rank (pid = rank), track 0 is the program's thread (a span per step and, inside it, the time
 // step() waited for the engine), and track b + 1 is bucket b, with a span per phase: waiting for
 // its gradients (from the step's first gradient_ready to the bucket's release), queued (released,
-// not yet started), encode, exchange, decode, and the AMP check where it runs; on a device these
+// not yet started), encode, exchange, decode, and the AMP check where it runs; under gradient
+// accumulation an instant on track 0 ends each backward pass but the last ("backward pass k of
+// N"); on a device these
 // are the device's times (Note [Device phases on the host clock]). Timestamps are
 // microseconds of the monotonic clock, which every process on one host shares, so the files of
 // several ranks can be merged into one view. Every step's events are appended and the array is

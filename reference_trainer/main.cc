@@ -46,6 +46,18 @@ constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
 constexpr int kExitDiverged = 3;
 
+// --accumulation-steps N sets GRADWIRE_ACCUMULATION_STEPS (Note [Gradient accumulation]); given
+// both, they must agree.
+void set_accumulation_steps(int steps, gw::config::Config& config) {
+  const char* key = gw::config::keys::kAccumulationSteps;
+  if (config.source(key) == gw::config::Source::kEnvironment && config.get_int(key) != steps) {
+    throw gw::config::ConfigError("--accumulation-steps " + std::to_string(steps) + " and " + key +
+                                  "=" + config.text(key) +
+                                  " differ; accepted: one of them, or both the same");
+  }
+  config.set(key, std::to_string(steps));
+}
+
 // The checks of this rank's input before MPI starts: the command line, the GRADWIRE_* values and
 // their fit with the optimizer, the device, the data set. Fills the configuration and the data
 // where they pass; an error is returned, not printed (Note [One verdict on the input]).
@@ -57,6 +69,8 @@ gw::InputVerdict check_input(const gw::trainer::TrainerOptions& options,
   };
   try {
     *config = gw::config::Config::from_environment();
+    if (options.accumulation_steps > 0)
+      set_accumulation_steps(options.accumulation_steps, **config);
     if (!options.output.print_config.empty()) return {};
     // Compressor, sync and mixed-precision settings and their fit with the optimizer (dgc needs
     // SGD).
@@ -156,17 +170,20 @@ void write_outputs(const gw::trainer::TrainerOptions& options, const gw::config:
 // The same options and data on every rank: a run too small for one global batch (EpochSharder's
 // rule) fails alike on every rank, said once, without an abort.
 void check_fills_one_global_batch(const gw::trainer::TrainerOptions& options,
-                                  const gw::trainer::FashionMnist& data, int world_size) {
+                                  const gw::trainer::FashionMnist& data, int world_size,
+                                  int passes) {
   if (gw::trainer::EpochSharder::fills_one_global_batch(data.train.size(), world_size,
-                                                        options.batch_size)) {
+                                                        options.batch_size, passes)) {
     return;
   }
-  const std::size_t global = options.batch_size * static_cast<std::size_t>(world_size);
+  const std::size_t global =
+      options.batch_size * static_cast<std::size_t>(world_size) * static_cast<std::size_t>(passes);
   throw gw::config::ConfigError(
       "--train-subset: " + std::to_string(data.train.size()) +
           " training samples do not fill one global batch (--batch-size " +
-          std::to_string(options.batch_size) + " x " + std::to_string(world_size) +
-          " ranks = " + std::to_string(global) + " samples); accepted: 0 (all) or at least " +
+          std::to_string(options.batch_size) + " x " + std::to_string(world_size) + " ranks" +
+          (passes > 1 ? " x " + std::to_string(passes) + " backward passes" : std::string()) +
+          " = " + std::to_string(global) + " samples); accepted: 0 (all) or at least " +
           std::to_string(global),
       gw::config::ConfigError::SameOnEveryRank{});
 }
@@ -200,7 +217,9 @@ int run(const gw::trainer::TrainerOptions& options, const gw::config::Config& co
   // Every rank must train the same run (Note [Options that must agree across ranks]), and every
   // rank must be able to write what it will write, before the first step.
   gw::check_same_on_all_ranks(*comm, gw::trainer::agreed_options_canonical(options));
-  check_fills_one_global_batch(options, data, comm->size());
+  check_fills_one_global_batch(
+      options, data, comm->size(),
+      static_cast<int>(config.get_int(gw::config::keys::kAccumulationSteps)));
   gw::trainer::TrainerOptions run_options = options;
   gw::agree_on_startup_errors(*comm, [&] {
     check_output_paths(options, comm->rank());

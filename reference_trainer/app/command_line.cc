@@ -32,8 +32,13 @@ void add_training_options(gw::cli::Parser& app, TrainerOptions& o) {
   app.add("--epochs", o.schedule.epochs, "Passes over the training set")
       .range(1, 100000)
       .show_default();
-  app.add("--batch-size", o.batch_size, "Samples per rank per step")
+  app.add("--batch-size", o.batch_size, "Samples per rank per step (per backward pass)")
       .range(std::size_t{1}, std::size_t{1} << 20)
+      .show_default();
+  app.add("--accumulation-steps", o.accumulation_steps,
+          "Backward passes per step, their gradients summed locally and exchanged once (sets "
+          "GRADWIRE_ACCUMULATION_STEPS; 0: its value, 1 by default)")
+      .range(0, 1000000)
       .show_default();
   app.add("--lr", o.lr, "Learning rate").finite().positive().show_default();
   app.add("--momentum", o.momentum, "SGD momentum").finite().range(0.0, 0.999999).show_default();

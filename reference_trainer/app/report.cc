@@ -64,7 +64,9 @@ nlohmann::json setup_json(const TrainerOptions& options, const TrainResult& resu
       {"weight_decay", options.weight_decay},
       {"seed", options.seed},
       {"batch_size_per_rank", options.batch_size},
-      {"global_batch_size", options.batch_size * static_cast<std::size_t>(result.world_size)},
+      {"accumulation_steps", result.accumulation_steps},
+      {"global_batch_size", options.batch_size * static_cast<std::size_t>(result.world_size) *
+                                static_cast<std::size_t>(result.accumulation_steps)},
       {"eval_every", options.schedule.eval_every},
       {"time_budget_seconds", options.schedule.time_budget},
   };

@@ -97,6 +97,7 @@ struct PerRankResult {
 
 struct TrainResult {
   int world_size = 1;
+  int accumulation_steps = 1;  // backward passes per step (Note [Gradient accumulation])
   std::int64_t steps = 0;
   std::size_t parameters = 0;
   std::string model_description;

@@ -49,7 +49,10 @@ struct TrainerOptions {
   std::string model = "mlp";      // mlp | cnn
   std::string optimizer = "sgd";  // sgd | adam
   std::string device = "cpu";     // cpu | cuda (Note [The trainer on a device])
-  std::size_t batch_size = 32;    // per rank
+  std::size_t batch_size = 32;    // per rank and backward pass
+  // Backward passes per step (gradient accumulation); 0: GRADWIRE_ACCUMULATION_STEPS's value,
+  // which --accumulation-steps sets (Note [Gradient accumulation]).
+  int accumulation_steps = 0;
   double lr = 0.05;
   double momentum = 0.9;
   bool nesterov = false;

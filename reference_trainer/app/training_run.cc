@@ -11,6 +11,7 @@
 #include "plugin/config_check.h"
 #include "reference_trainer/app/checkpoint.h"
 #include "reference_trainer/app/checkpoint_files.h"
+#include "reference_trainer/app/checkpoint_restore.h"
 #include "reference_trainer/app/evaluation.h"
 #include "reference_trainer/app/output_room.h"
 #include "reference_trainer/app/parameter_file.h"
@@ -52,34 +53,6 @@ int first_diverged_rank(double loss, bool skipped_by_amp, bool amp_stuck, Commun
   return rank < comm.size() ? static_cast<int>(rank) : -1;
 }
 
-// Puts this rank's parameters and optimizer state back as `c` holds them.
-void restore(const Checkpoint& c, TrainingModel& model, DistributedOptimizer& optimizer,
-             std::size_t steps_per_epoch) {
-  const auto mismatch = [](const std::string& what) { throw CheckpointError("--resume: " + what); };
-  if (c.steps_per_epoch != steps_per_epoch) {
-    mismatch("the checkpoint has " + std::to_string(c.steps_per_epoch) +
-             " steps per epoch, this run " + std::to_string(steps_per_epoch));
-  }
-  if (c.parameters.size() != model.num_parameters()) {
-    mismatch("the checkpoint holds " + std::to_string(c.parameters.size()) +
-             " parameters, this model has " + std::to_string(model.num_parameters()));
-  }
-  model.set_parameters(c.parameters.data());
-  std::istringstream in(c.optimizer_state);
-  try {
-    optimizer.load_state(in);
-  } catch (const std::exception& e) {
-    mismatch(std::string("the optimizer state: ") + e.what());
-  }
-  if (in.peek() != std::char_traits<char>::eof()) {
-    mismatch("the optimizer state has bytes after its end");
-  }
-  if (optimizer.steps() != c.steps) {
-    mismatch("the optimizer state is at step " + std::to_string(optimizer.steps()) +
-             ", the checkpoint at step " + std::to_string(c.steps));
-  }
-}
-
 }  // namespace
 
 TrainingRun::TrainingRun(const TrainerOptions& options, const config::Config& config,
@@ -91,7 +64,8 @@ TrainingRun::TrainingRun(const TrainerOptions& options, const config::Config& co
       model_(make_training_model(options.model, options.seed, data, stream)),
       optimizer_(comm_, make_optimizer(options, stream), model_->parameter_specs(),
                  optimizer_options(config, stream)),
-      sharder_(data.train.size(), comm_->size(), comm_->rank(), options.batch_size, options.seed),
+      sharder_(data.train.size(), comm_->size(), comm_->rank(), options.batch_size, options.seed,
+               optimizer_.accumulation_steps()),
       identity_(run_identity(options, config, comm_->size(), data.train.size(), data.test.size())),
       schedule_(options.schedule),
       checkpoints_(options.checkpoint, comm_->rank()),
@@ -104,19 +78,23 @@ TrainingRun::TrainingRun(const TrainerOptions& options, const config::Config& co
   const AmpSettings& amp = optimizer_.amp_settings();
   if (amp.enabled) model_->set_op_policy(&amp.ops);
   result_.world_size = comm_->size();
+  result_.accumulation_steps = sharder_.passes();
   result_.parameters = model_->num_parameters();
   result_.model_description = model_->describe();
   if (comm_->rank() == 0) {
-    std::printf("gradwire_train: %s | %s | %d ranks x batch %zu | %zu steps/epoch\n",
+    const int passes = sharder_.passes();
+    std::printf("gradwire_train: %s | %s | %d ranks x batch %zu%s | %zu steps/epoch\n",
                 result_.model_description.c_str(), optimizer_.inner().name().c_str(), comm_->size(),
-                options.batch_size, sharder_.steps_per_epoch());
+                options.batch_size,
+                passes > 1 ? (" x " + std::to_string(passes) + " backward passes").c_str() : "",
+                sharder_.steps_per_epoch());
     std::fflush(stdout);
   }
 }
 
 void TrainingRun::resume(const Checkpoint& c) {
-  agree_on_startup_errors(*comm_,
-                          [&] { restore(c, *model_, optimizer_, sharder_.steps_per_epoch()); });
+  agree_on_startup_errors(
+      *comm_, [&] { restore_checkpoint(c, *model_, optimizer_, sharder_.steps_per_epoch()); });
   result_.steps = c.steps;
   result_.epochs = c.figures.epochs;
   result_.history = c.figures.history;
@@ -191,13 +169,22 @@ void TrainingRun::begin_epoch() {
 
 bool TrainingRun::step() {
   const kernels::Stream& stream = model_->stream();
-  sharder_.batch(static_cast<std::uint64_t>(epoch_.number - 1), epoch_.steps_done, indices_);
   const Model::GradientReadyFn on_ready = [this](std::size_t i) { optimizer_.gradient_ready(i); };
   timer_.begin(result_.steps, stream);
-  const double loss = model_->train_step(indices_, on_ready, optimizer_.loss_scale());
+  // Under gradient accumulation the passes before the last add their gradients up at step()
+  // (Note [Gradient accumulation]); the step's loss is the passes' mean.
+  double loss = 0;
+  for (int pass = 0; pass < sharder_.passes(); ++pass) {
+    sharder_.batch(static_cast<std::uint64_t>(epoch_.number - 1), epoch_.steps_done, indices_,
+                   pass);
+    const double pass_loss = model_->train_step(indices_, on_ready, optimizer_.loss_scale());
+    optimizer_.report_loss(pass_loss);
+    loss += pass_loss;
+    if (pass + 1 < sharder_.passes()) optimizer_.step();
+  }
+  loss /= sharder_.passes();
   timer_.backward_done(result_.steps, stream);
   epoch_.loss_sum += loss;
-  optimizer_.report_loss(loss);
   const std::int64_t skipped_before =
       optimizer_.loss_scaler() != nullptr ? optimizer_.loss_scaler()->skipped_steps() : 0;
   optimizer_.step();

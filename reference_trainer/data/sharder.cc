@@ -10,7 +10,7 @@ namespace gw::trainer {
 namespace {
 
 std::size_t checked_global_batch(std::size_t num_samples, int world_size, int rank,
-                                 std::size_t batch_per_rank) {
+                                 std::size_t batch_per_rank, int passes) {
   if (world_size < 1) {
     throw std::invalid_argument("EpochSharder: world_size must be >= 1, got " +
                                 std::to_string(world_size));
@@ -22,31 +22,38 @@ std::size_t checked_global_batch(std::size_t num_samples, int world_size, int ra
   if (batch_per_rank < 1) {
     throw std::invalid_argument("EpochSharder: batch_per_rank must be >= 1, got 0");
   }
-  const auto ranks = static_cast<std::size_t>(world_size);
-  if (!EpochSharder::fills_one_global_batch(num_samples, world_size, batch_per_rank)) {
-    throw std::invalid_argument("EpochSharder: " + std::to_string(num_samples) +
-                                " samples do not fill one global batch of batch_per_rank " +
-                                std::to_string(batch_per_rank) + " x world_size " +
-                                std::to_string(world_size) + " = " +
-                                std::to_string(batch_per_rank * ranks) + " samples");
+  if (passes < 1) {
+    throw std::invalid_argument("EpochSharder: passes must be >= 1, got " + std::to_string(passes));
   }
-  return batch_per_rank * ranks;
+  const std::size_t slots = static_cast<std::size_t>(world_size) * static_cast<std::size_t>(passes);
+  if (!EpochSharder::fills_one_global_batch(num_samples, world_size, batch_per_rank, passes)) {
+    throw std::invalid_argument(
+        "EpochSharder: " + std::to_string(num_samples) +
+        " samples do not fill one global batch of batch_per_rank " +
+        std::to_string(batch_per_rank) + " x world_size " + std::to_string(world_size) +
+        (passes > 1 ? " x passes " + std::to_string(passes) : std::string()) + " = " +
+        std::to_string(batch_per_rank * slots) + " samples");
+  }
+  return batch_per_rank * slots;
 }
 
 }  // namespace
 
 bool EpochSharder::fills_one_global_batch(std::size_t num_samples, int world_size,
-                                          std::size_t batch_per_rank) {
-  return world_size >= 1 && batch_per_rank <= num_samples / static_cast<std::size_t>(world_size);
+                                          std::size_t batch_per_rank, int passes) {
+  return world_size >= 1 && passes >= 1 &&
+         batch_per_rank <=
+             num_samples / static_cast<std::size_t>(world_size) / static_cast<std::size_t>(passes);
 }
 
 EpochSharder::EpochSharder(std::size_t num_samples, int world_size, int rank,
-                           std::size_t batch_per_rank, std::uint64_t seed)
+                           std::size_t batch_per_rank, std::uint64_t seed, int passes)
     : num_samples_(num_samples),
       world_size_(world_size),
       rank_(rank),
       batch_per_rank_(batch_per_rank),
-      global_batch_(checked_global_batch(num_samples, world_size, rank, batch_per_rank)),
+      passes_(passes),
+      global_batch_(checked_global_batch(num_samples, world_size, rank, batch_per_rank, passes)),
       seed_(seed) {
   perm_.reserve(num_samples_);
 }
@@ -60,14 +67,21 @@ const std::vector<std::size_t>& EpochSharder::permutation(std::uint64_t epoch) {
   return perm_;
 }
 
-void EpochSharder::batch(std::uint64_t epoch, std::size_t step, std::vector<std::size_t>& out) {
+void EpochSharder::batch(std::uint64_t epoch, std::size_t step, std::vector<std::size_t>& out,
+                         int pass) {
   if (step >= steps_per_epoch()) {
     throw std::out_of_range("EpochSharder::batch: step " + std::to_string(step) +
                             " is past the epoch's " + std::to_string(steps_per_epoch()) + " steps");
   }
+  if (pass < 0 || pass >= passes_) {
+    throw std::out_of_range("EpochSharder::batch: pass " + std::to_string(pass) + " of " +
+                            std::to_string(passes_));
+  }
   const std::vector<std::size_t>& perm = permutation(epoch);
-  const std::size_t begin =
-      step * global_batch_ + static_cast<std::size_t>(rank_) * batch_per_rank_;
+  // Pass p of rank r: what rank r*P + p of n*P ranks takes (Note [Epoch sharding]).
+  const std::size_t slot = static_cast<std::size_t>(rank_) * static_cast<std::size_t>(passes_) +
+                           static_cast<std::size_t>(pass);
+  const std::size_t begin = step * global_batch_ + slot * batch_per_rank_;
   const auto first = perm.begin() + static_cast<std::ptrdiff_t>(begin);
   out.assign(first, first + static_cast<std::ptrdiff_t>(batch_per_rank_));
 }

@@ -25,6 +25,8 @@ strategy_settings() {
     # Overflows back the scale off from 1e9 at the start, and growth after every 4 clean steps
     # raises it again.
     amp) vars=(GRADWIRE_AMP=1 GRADWIRE_AMP_INIT_SCALE=1e9 GRADWIRE_AMP_GROWTH_INTERVAL=4) ;;
+    # Two backward passes a step, under dgc (whose state moves once a step, not a pass).
+    accumulation) vars=("${dgc[@]}" GRADWIRE_ACCUMULATION_STEPS=2) ;;
     *) return 1 ;;
   esac
 }

@@ -149,12 +149,9 @@ TEST(Auto, ItsFirstStepIsInTheTimeline) {
     }
   }
   const std::string file = stem + std::to_string(comm->rank()) + ".json";
-  std::ifstream in(file);
-  ASSERT_TRUE(in) << file;
-  std::stringstream text;
-  text << in.rdbuf();
   // Step 0's buckets ran after the decision: their release and their exchange are both traced.
-  const std::string trace = text.str();
+  const std::string trace = testing::read_text(file);
+  ASSERT_FALSE(trace.empty()) << file;
   EXPECT_NE(trace.find(R"("name":"encode","ph":"X")"), std::string::npos);
   EXPECT_NE(trace.find(R"("name":"queued","ph":"X")"), std::string::npos);
   EXPECT_NE(trace.find(R"("args":{"step":0})"), std::string::npos);

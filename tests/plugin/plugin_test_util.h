@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <fstream>
 #include <memory>
 #include <random>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,6 +35,14 @@ inline std::unique_ptr<trainer::Sgd> momentum_sgd() {
   o.lr = 0.05;
   o.momentum = 0.9;
   return std::make_unique<trainer::Sgd>(o);
+}
+
+// The whole of a text file ("" when it cannot be read).
+inline std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 // The MPI world behind a byte-counting communicator.

@@ -45,6 +45,37 @@ TEST(EpochSharderTest, ValidatesArguments) {
   EXPECT_NO_THROW(EpochSharder(100, 4, 3, 25, 1));
 }
 
+// Gradient accumulation (Note [Epoch sharding]): pass p of rank r takes what rank r*P + p of n*P
+// ranks takes, and a rank's P passes together what its one pass of P times the batch takes.
+TEST(EpochSharderTest, PassesAreTheSlicesOfMoreRanksAndOfALargerBatch) {
+  const std::size_t n = 1000, batch = 8;
+  const int ranks = 3, passes = 4;
+  for (int rank = 0; rank < ranks; ++rank) {
+    EpochSharder with_passes(n, ranks, rank, batch, 7, passes);
+    EpochSharder larger(n, ranks, rank, batch * passes, 7);
+    EXPECT_EQ(with_passes.global_batch(), batch * ranks * passes);
+    EXPECT_EQ(with_passes.steps_per_epoch(), larger.steps_per_epoch());
+    for (std::uint64_t epoch = 0; epoch < 2; ++epoch) {
+      for (std::size_t step = 0; step < with_passes.steps_per_epoch(); ++step) {
+        std::vector<std::size_t> joined, pass_batch;
+        for (int pass = 0; pass < passes; ++pass) {
+          with_passes.batch(epoch, step, pass_batch, pass);
+          EpochSharder more_ranks(n, ranks * passes, rank * passes + pass, batch, 7);
+          EXPECT_EQ(pass_batch, more_ranks.batch(epoch, step)) << rank << " " << pass;
+          joined.insert(joined.end(), pass_batch.begin(), pass_batch.end());
+        }
+        EXPECT_EQ(joined, larger.batch(epoch, step)) << "rank " << rank << " step " << step;
+      }
+    }
+  }
+  EpochSharder s(n, 1, 0, batch, 7, passes);
+  std::vector<std::size_t> out;
+  EXPECT_THROW(s.batch(0, 0, out, passes), std::out_of_range);
+  EXPECT_THROW(EpochSharder(n, 1, 0, batch, 7, 0), std::invalid_argument);
+  EXPECT_FALSE(EpochSharder::fills_one_global_batch(63, 2, 8, 4));
+  EXPECT_TRUE(EpochSharder::fills_one_global_batch(64, 2, 8, 4));
+}
+
 // The rule gradwire_train asks before building a run: the constructor's, without overflow.
 TEST(EpochSharderTest, FillsOneGlobalBatchIsTheConstructorsRule) {
   EXPECT_TRUE(EpochSharder::fills_one_global_batch(100, 4, 25));
