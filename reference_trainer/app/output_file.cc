@@ -89,9 +89,8 @@ HeldRoom::~HeldRoom() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-void check_writable(const std::string& path, const char* option, bool rotated,
-                    std::uint64_t bytes) {
-  reserve_room(path, option, rotated, bytes);
+void check_writable(const std::string& path, const char* option, bool rotated) {
+  reserve_room(path, option, rotated, 0);
 }
 
 HeldRoom reserve_room(const std::string& path, const char* option, bool rotated,

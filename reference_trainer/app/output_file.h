@@ -9,14 +9,12 @@
 namespace gw::trainer {
 
 // Throws config::ConfigError naming `option` and `path` when no file can be created at `path`:
-// its folder is missing or not writable, its file system has no room for `bytes` (what the file
-// will hold, where the caller knows it) and a few pages more, or `path` is a folder. Creates and
-// removes a probe file beside it (holding that room for a moment); leaves an existing file at
-// `path` untouched. A character device or FIFO at `path` is accepted (written in place by
-// write_file_atomically) unless the file is `rotated`, as a checkpoint is
+// its folder is missing or not writable, its file system has no room for a few pages, or `path`
+// is a folder. Creates and removes a probe file beside it (holding those pages for a moment);
+// leaves an existing file at `path` untouched. A character device or FIFO at `path` is accepted
+// (written in place by write_file_atomically) unless the file is `rotated`, as a checkpoint is
 // (Note [Outputs that are not files]).
-void check_writable(const std::string& path, const char* option, bool rotated = false,
-                    std::uint64_t bytes = 0);
+void check_writable(const std::string& path, const char* option, bool rotated = false);
 
 // The room a probe holds on a file system (reserve_room), given back on destruction: a file
 // already unlinked, whose blocks stay allocated while its descriptor is open.
@@ -34,9 +32,9 @@ class HeldRoom {
   int fd_ = -1;
 };
 
-// check_writable, keeping the probe's room until the returned object goes: processes that share a
-// file system and hold theirs at once are checked together for the room they all need
-// (Note [Room for what a run writes]).
+// check_writable, with room for `bytes` (what the file will hold) besides the few pages, kept
+// until the returned object goes: processes that share a file system and hold theirs at once are
+// checked together for the room they all need (Note [Room for what a run writes]).
 HeldRoom reserve_room(const std::string& path, const char* option, bool rotated,
                       std::uint64_t bytes);
 
