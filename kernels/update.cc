@@ -32,6 +32,12 @@ void add_to_anchor(const float* avg, float* w, float* a, std::size_t n, const St
   cuda::add_to_anchor(avg, w, a, n, stream.native());
 }
 
+void outer_step(const float* x, float alpha, bool x_is_delta, float* w, float* a, float* u,
+                std::size_t n, const OuterStep& step, const Stream& stream) {
+  if (stream.is_host()) return cpu::outer_step(x, alpha, x_is_delta, w, a, u, n, step);
+  cuda::outer_step(x, alpha, x_is_delta, w, a, u, n, step, stream.native());
+}
+
 void scale_to(const float* in, float alpha, float* out, std::size_t n, const Stream& stream) {
   if (stream.is_host()) return cpu::scale_to(in, alpha, out, n);
   cuda::scale_to(in, alpha, out, n, stream.native());

@@ -1,5 +1,6 @@
 // Per-element updates the strategies apply to gradients and parameters: DGC's momentum
-// correction and per-tensor clipping, local SGD's parameter averaging and its fp16 deltas.
+// correction and per-tensor clipping, local SGD's parameter averaging and its fp16 deltas,
+// DiLoCo's outer step.
 //
 // Each primitive runs on the Stream given last, host or CUDA, with bit-identical results on both
 // (the arithmetic, and its order, is that of compressors/dgc_compressor.cc,
@@ -11,6 +12,7 @@
 #include <cstddef>
 
 #include "kernels/half.h"
+#include "kernels/outer_rule.h"
 #include "kernels/stream.h"
 
 namespace gw::kernels {
@@ -35,6 +37,15 @@ void subtract(const float* w, const float* a, float* d, std::size_t n, const Str
 
 // w = a + avg; a = w (local SGD: the averaged delta applied, the anchor moved to the result).
 void add_to_anchor(const float* avg, float* w, float* a, std::size_t n, const Stream& stream);
+
+// DiLoCo's outer step (plugin/outer_optimizer.h), per element: m = x * alpha, the ranks' mean
+// parameter (x_is_delta: m = a + x * alpha, x being the reduced change since the anchor a); d = a -
+// m, the pseudo-gradient; u = momentum u + d (nesterov, heavy_ball); s = d + momentum u (nesterov),
+// u (heavy_ball) or d (average); then w = m + (d - lr s) and a = w. Written so that at lr 1 with no
+// momentum d - lr s is exactly 0 and w = m: local SGD's averaging (scale_to, add_to_anchor), bit
+// for bit. u is unused (may be null) under average. x may alias nothing else.
+void outer_step(const float* x, float alpha, bool x_is_delta, float* w, float* a, float* u,
+                std::size_t n, const OuterStep& step, const Stream& stream);
 
 // out = in * alpha (local SGD: the summed parameters times 1 / ranks). out may alias in.
 void scale_to(const float* in, float alpha, float* out, std::size_t n, const Stream& stream);

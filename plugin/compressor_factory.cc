@@ -130,4 +130,21 @@ std::unique_ptr<compressors::Compressor> make_compressor(const CompressorSetting
   return c;
 }
 
+std::unique_ptr<compressors::Compressor> make_averaging_wire(const CompressorSettings& settings,
+                                                             sync_policies::SyncMode mode,
+                                                             std::vector<std::size_t> numels,
+                                                             std::vector<std::size_t> rows,
+                                                             Optimizer& inner) {
+  if (mode == sync_policies::SyncMode::kDiloco) {
+    if (settings.kind == compressors::Kind::kDgc || settings.automatic) {
+      throw std::logic_error("make_averaging_wire: diloco takes none, fp16, topk or powersgd");
+    }
+    return make_compressor(settings, std::move(numels), std::move(rows), inner);
+  }
+  if (settings.kind == compressors::Kind::kFp16) {
+    return std::make_unique<compressors::Fp16Compressor>();
+  }
+  return std::make_unique<compressors::NoneCompressor>();
+}
+
 }  // namespace gw

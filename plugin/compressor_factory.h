@@ -13,13 +13,14 @@
 #include "compressors/sparsifying_compressor.h"
 #include "plugin/config/config.h"
 #include "plugin/optimizer.h"
+#include "sync_policies/sync_policy.h"
 
 namespace gw {
 
 struct CompressorSettings {
   compressors::Kind kind = compressors::Kind::kNone;
-  // GRADWIRE_COMPRESSOR=auto: `kind` is chosen at the first step (plugin/auto/auto_strategy.h); until
-  // then it is kNone.
+  // GRADWIRE_COMPRESSOR=auto: `kind` is chosen at the first step (plugin/auto/auto_strategy.h);
+  // until then it is kNone.
   bool automatic = false;
   compressors::SparsifyOptions sparsify;
   compressors::PowerSgdOptions powersgd;
@@ -48,5 +49,14 @@ std::unique_ptr<compressors::Compressor> make_compressor(const CompressorSetting
                                                          std::vector<std::size_t> numels,
                                                          std::vector<std::size_t> rows,
                                                          Optimizer& inner);
+
+// How local SGD's parameters travel (LocalSgdAveraging): under diloco the compressor `settings`
+// names (none, fp16, topk or powersgd; read_sync_settings refused the others); under the other
+// policies fp16 when `settings` names it, none otherwise.
+std::unique_ptr<compressors::Compressor> make_averaging_wire(const CompressorSettings& settings,
+                                                             sync_policies::SyncMode mode,
+                                                             std::vector<std::size_t> numels,
+                                                             std::vector<std::size_t> rows,
+                                                             Optimizer& inner);
 
 }  // namespace gw

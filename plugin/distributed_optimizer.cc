@@ -7,6 +7,7 @@
 #include <ostream>
 #include <stdexcept>
 
+#include "compressors/none_compressor.h"
 #include "kernels/elementwise.h"
 #include "plugin/compressor_factory.h"
 #include "plugin/config/params.h"
@@ -14,6 +15,20 @@
 #include "plugin/optimizer_state_stream.h"
 
 namespace gw {
+
+namespace {
+
+void check_auto_without_amp(const CompressorSettings& compression, const AmpSettings& amp) {
+  if (compression.automatic && amp.enabled) {
+    throw config::ConfigError(std::string(config::keys::kCompressor) +
+                              "=auto does not choose under " + config::keys::kAmp +
+                              "=1 yet (mixed precision changes what each candidate sends); "
+                              "name a compressor, or set " +
+                              config::keys::kAmp + "=0");
+  }
+}
+
+}  // namespace
 
 DistributedOptimizer::DistributedOptimizer(std::shared_ptr<CountingCommunicator> comm,
                                            std::unique_ptr<Optimizer> inner,
@@ -32,16 +47,15 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<CountingCommunicator>
   compression.sparsify.dense_fallback = options.sparse_dense_fallback;
   const SyncSettings sync = read_sync_settings(config_);
   check_sync_supports(sync, *inner_);
-  // Local SGD sends fp16 deltas when GRADWIRE_COMPRESSOR=fp16 asks for it, not AMP's wire.
-  const bool fp16_deltas = compression.kind == compressors::Kind::kFp16;
-  const AmpSettings amp = read_amp_settings(config_);
-  if (compression.automatic && amp.enabled) {
-    throw config::ConfigError(std::string(config::keys::kCompressor) +
-                              "=auto does not choose under " + config::keys::kAmp +
-                              "=1 yet (mixed precision changes what each candidate sends); "
-                              "name a compressor, or set " +
-                              config::keys::kAmp + "=0");
+  // How parameters travel at averaging points: local SGD sends fp16 deltas when
+  // GRADWIRE_COMPRESSOR=fp16 asks for it (not AMP's wire); diloco sends its pseudo-gradients
+  // through the configured compressor, and its gradients never travel (Note [DiLoCo]).
+  const CompressorSettings averaging = compression;
+  if (sync.policy.mode == sync_policies::SyncMode::kDiloco) {
+    compression.kind = compressors::Kind::kNone;
   }
+  const AmpSettings amp = read_amp_settings(config_);
+  check_auto_without_amp(compression, amp);
   compression.kind = gradient_compressor(compression.kind, amp);
   amp_ = AmpStep(amp, compression.kind);
   params_ = ParameterSet(std::move(params), options.stream);
@@ -61,8 +75,10 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<CountingCommunicator>
   buckets_ = StepBuckets(std::move(plan), std::move(views));
   timeline_ = StepTimeline(buckets_.size());
   failure_.inject = options.inject_engine_failure;
-  local_sgd_ = std::make_unique<LocalSgdAveraging>(sync, fp16_deltas, *comm_, *inner_, params_,
-                                                   buckets_.plan, comm_stream_);
+  local_sgd_ = std::make_unique<LocalSgdAveraging>(
+      sync,
+      make_averaging_wire(averaging, sync.policy.mode, params_.numels(), params_.rows(), *inner_),
+      *comm_, *inner_, params_, buckets_.plan, comm_stream_);
 
   if (compression.automatic) {
     // Until step 0 decides (Note [Choosing at the first step]), a compressor that keeps no state.
@@ -121,9 +137,9 @@ void DistributedOptimizer::decide_auto() {
 
 void DistributedOptimizer::switch_to_local_sgd() {
   // Nothing was averaged or exchanged yet: the policy starts from step 0 as a fixed one would.
-  local_sgd_ = std::make_unique<LocalSgdAveraging>(auto_->local_sgd_settings(),
-                                                   /*fp16_deltas=*/false, *comm_, *inner_, params_,
-                                                   buckets_.plan, comm_stream_);
+  local_sgd_ = std::make_unique<LocalSgdAveraging>(
+      auto_->local_sgd_settings(), std::make_unique<compressors::NoneCompressor>(), *comm_, *inner_,
+      params_, buckets_.plan, comm_stream_);
 }
 
 void DistributedOptimizer::log_startup(double threshold_mib) const {
@@ -378,6 +394,7 @@ void DistributedOptimizer::synchronize_parameters() {
 void DistributedOptimizer::average_parameters(bool scheduled) {
   // Bucket by bucket on the engine (Note [Parameter averaging wire]).
   facts_.gradients.job = Job::kAverageParameters;
+  local_sgd_->begin_point();
   launch_all();
   wait_engine();
   // A scheduled point runs inside step() before the count advances; a requested one after it.

@@ -6,14 +6,14 @@
 #include <stdexcept>
 
 #include "common/binary_stream.h"
-#include "compressors/fp16_compressor.h"
 #include "compressors/none_compressor.h"
 #include "kernels/update.h"
 #include "plugin/config/params.h"
 
 namespace gw {
 
-LocalSgdAveraging::LocalSgdAveraging(const SyncSettings& settings, bool fp16_deltas,
+LocalSgdAveraging::LocalSgdAveraging(const SyncSettings& settings,
+                                     std::unique_ptr<compressors::Compressor> wire,
                                      Communicator& comm, Optimizer& inner,
                                      const ParameterSet& params, const fusion::BucketPlan& plan,
                                      const kernels::Stream& stream)
@@ -23,18 +23,19 @@ LocalSgdAveraging::LocalSgdAveraging(const SyncSettings& settings, bool fp16_del
       plan_(plan),
       policy_(settings.policy),
       average_state_(settings.average_state),
-      fp16_deltas_(fp16_deltas),
+      deltas_(wire->kind() != compressors::Kind::kNone),
+      wire_(std::move(wire)),
       stream_(stream) {
-  if (fp16_deltas_) {
-    wire_ = std::make_unique<compressors::Fp16Compressor>();
-  } else {
-    wire_ = std::make_unique<compressors::NoneCompressor>();
-  }
   wire_->set_stream(stream_);
+  if (policy_.mode() == sync_policies::SyncMode::kDiloco) {
+    outer_ = std::make_unique<OuterOptimizer>(settings.outer, params.numel(), stream_);
+  }
   flat_ = kernels::Buffer<float>(params.numel(), stream_);
   buckets_ = params.bucket_views(plan, flat_.data());
   exchanges_.resize(plan.size());
   stats_.policy = policy_.name();
+  stats_.parameter_wire = deltas_ ? wire_->name() + " deltas" : "fp32 parameters";
+  if (outer_) stats_.outer_optimizer = outer_->describe();
 }
 
 void LocalSgdAveraging::add_loss(std::int64_t step, double loss) {
@@ -58,12 +59,16 @@ void LocalSgdAveraging::before_update(bool local_step) {
     anchor_valid_ = false;
     return;
   }
-  if (fp16_deltas_ && !anchor_valid_) {
+  if ((deltas_ || outer_) && !anchor_valid_) {
     anchor_.reserve_discard(flat_.size(), stream_);
     params_.gather_values(anchor_.data());
     anchor_valid_ = true;
   }
   ++local_steps_since_average_;
+}
+
+void LocalSgdAveraging::begin_point() {
+  wire_->begin_step(outer_ ? outer_->steps() : stats_.parameter_exchanges);
 }
 
 void LocalSgdAveraging::average_bucket(std::size_t b) {
@@ -72,20 +77,35 @@ void LocalSgdAveraging::average_bucket(std::size_t b) {
   float* flat = flat_.data();
   for (std::size_t i = bucket.begin; i < bucket.end; ++i) {
     const ParameterSet::Registered& p = params_[i];
-    if (fp16_deltas_) {
+    if (deltas_) {
       kernels::subtract(p.spec.value, anchor_.data() + p.offset, flat + p.offset, p.spec.numel,
                         stream_);
     } else {
       kernels::copy_bytes(flat + p.offset, p.spec.value, p.spec.numel * sizeof(float), stream_);
     }
   }
-  // fp16 comes back averaged (each rank sends delta / n); fp32 comes back summed.
-  exchanges_[b].run(comm_, *wire_, buckets_[b], TrafficKind::kParameter);
+  // fp16 comes back averaged (each rank sends delta / n); fp32, sparse and low-rank summed.
+  const compressors::ExchangePlan& plan =
+      exchanges_[b].run(comm_, *wire_, buckets_[b], TrafficKind::kParameter);
+  if (outer_) {
+    const compressors::BucketView& view = buckets_[b];
+    std::vector<float> alpha(view.tensors.size(), inv_n);
+    if (plan.dense_wire == compressors::DenseWire::kFloat16) {
+      for (std::size_t pos : plan.dense) alpha[pos] = 1.0f;
+    }
+    for (std::size_t pos = 0; pos < view.tensors.size(); ++pos) {
+      const ParameterSet::Registered& p = params_[view.tensors[pos].parameter];
+      outer_->apply(flat + p.offset, alpha[pos], deltas_, p.spec.value, anchor_.data() + p.offset,
+                    p.offset, p.spec.numel, stream_);
+    }
+    stream_.synchronize();
+    return;
+  }
   for (std::size_t i = bucket.begin; i < bucket.end; ++i) {
     const ParameterSet::Registered& p = params_[i];
     float* w = p.spec.value;
     const float* avg = flat + p.offset;
-    if (fp16_deltas_) {
+    if (deltas_) {
       kernels::add_to_anchor(avg, w, anchor_.data() + p.offset, p.spec.numel, stream_);
     } else {
       kernels::scale_to(avg, inv_n, w, p.spec.numel, stream_);
@@ -96,6 +116,7 @@ void LocalSgdAveraging::average_bucket(std::size_t b) {
 
 void LocalSgdAveraging::finish_point(std::int64_t step, bool scheduled, const Logger& log) {
   if (average_state_) average_state();
+  if (outer_) outer_->count_step();
   AveragingPoint point;
   point.step = step;
   point.local_steps = local_steps_since_average_;
@@ -204,6 +225,11 @@ void LocalSgdAveraging::save_state(std::ostream& out) const {
   stream_.synchronize();
   out.write(reinterpret_cast<const char*>(anchor.data()),
             static_cast<std::streamsize>(anchor_size * sizeof(float)));
+  // diloco: the wire's error feedback and the outer momentum (Note [DiLoCo]).
+  if (outer_) {
+    wire_->save_state(out);
+    outer_->save_state(out);
+  }
 }
 
 void LocalSgdAveraging::load_state(std::istream& in) {
@@ -234,6 +260,18 @@ void LocalSgdAveraging::load_state(std::istream& in) {
   } catch (...) {
     policy_.load_state(policy_before);
     throw;
+  }
+  if (outer_) {
+    std::stringstream wire_before;
+    wire_->save_state(wire_before);
+    try {
+      wire_->load_state(in);
+      outer_->load_state(in);  // all or nothing itself
+    } catch (...) {
+      policy_.load_state(policy_before);
+      wire_->load_state(wire_before);
+      throw;
+    }
   }
   loss_sum_ = loss_sum;
   loss_count_ = loss_count;

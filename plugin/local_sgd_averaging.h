@@ -14,10 +14,11 @@
 #include "compressors/compressor.h"
 #include "fusion/bucket_plan.h"
 #include "kernels/stream.h"
-#include "plugin/exchange/bucket_exchange.h"
 #include "plugin/comm/communicator.h"
+#include "plugin/exchange/bucket_exchange.h"
 #include "plugin/logger.h"
 #include "plugin/optimizer.h"
+#include "plugin/outer_optimizer.h"
 #include "plugin/parameter_set.h"
 #include "plugin/sync_settings.h"
 #include "sync_policies/sync_policy.h"
@@ -38,6 +39,11 @@ struct AveragingPoint {
 // What the sync policy did over the run so far (the same on every rank).
 struct SyncStats {
   std::string policy;
+  // How parameters travel at a point: "fp32 parameters", or "<compressor> deltas"
+  // (Note [Parameter averaging wire]); diloco's outer optimizer ("nesterov (lr 0.7, momentum
+  // 0.9)"), empty under the other policies.
+  std::string parameter_wire;
+  std::string outer_optimizer;
   std::int64_t gradient_exchanges = 0;   // steps whose gradients were exchanged
   std::int64_t parameter_exchanges = 0;  // averagings of the parameters (= points.size())
   std::int64_t state_exchanges = 0;      // averagings of the optimizer state
@@ -63,12 +69,13 @@ struct SyncStats {
 
 class LocalSgdAveraging {
  public:
-  // fp16_deltas: GRADWIRE_COMPRESSOR=fp16 (the configured compressor, not AMP's gradient wire).
-  // Keeps references to comm, inner and params, which must outlive it.
-  // `stream`: where the averaging runs, on the parameters' device.
-  LocalSgdAveraging(const SyncSettings& settings, bool fp16_deltas, Communicator& comm,
-                    Optimizer& inner, const ParameterSet& params, const fusion::BucketPlan& plan,
-                    const kernels::Stream& stream);
+  // wire: how the parameters travel (GRADWIRE_COMPRESSOR as configured, not AMP's gradient
+  // wire): kNone sends them in fp32, any other compressor their change since the anchor
+  // (local_sgd takes none or fp16; diloco any but dgc). Keeps references to comm, inner and
+  // params, which must outlive it. `stream`: where the averaging runs, on the parameters' device.
+  LocalSgdAveraging(const SyncSettings& settings, std::unique_ptr<compressors::Compressor> wire,
+                    Communicator& comm, Optimizer& inner, const ParameterSet& params,
+                    const fusion::BucketPlan& plan, const kernels::Stream& stream);
 
   const sync_policies::SyncPolicy& policy() const { return policy_; }
   const SyncStats& stats() const { return stats_; }
@@ -89,8 +96,15 @@ class LocalSgdAveraging {
   // step moves them away from it.
   void before_update(bool local_step);
 
-  // The engine's job for bucket b of an averaging point (Note [Parameter averaging wire]).
+  // Before the first bucket of an averaging point: the wire's step is the point's number (under
+  // diloco the outer steps taken, which the checkpoint keeps).
+  void begin_point();
+  // The engine's job for bucket b of an averaging point (Note [Parameter averaging wire]; under
+  // diloco the outer step follows, Note [DiLoCo]).
   void average_bucket(std::size_t b);
+  // diloco's outer optimizer; null under the other policies.
+  const OuterOptimizer* outer() const { return outer_.get(); }
+  const compressors::Compressor& wire() const { return *wire_; }
   // Once every bucket is averaged: the optimizer state (GRADWIRE_LOCAL_SGD_AVERAGE_STATE), then
   // the schedule (`scheduled`: a point of the policy after step `step`'s update; otherwise one
   // that synchronize_parameters() requested after it) and the record of the point.
@@ -111,8 +125,9 @@ class LocalSgdAveraging {
   const fusion::BucketPlan& plan_;
   sync_policies::SyncPolicy policy_;
   bool average_state_ = false;
-  bool fp16_deltas_ = false;  // parameters travel as deltas from anchor_
+  bool deltas_ = false;  // parameters travel as deltas from anchor_ (any wire but none)
   std::unique_ptr<compressors::Compressor> wire_;
+  std::unique_ptr<OuterOptimizer> outer_;  // diloco
   // One view and one exchange per gradient bucket, over flat_ (the parameters, or their deltas).
   // Every flat array lives where the parameters do (ParameterSet::stream), and the averaging's
   // primitives and wire run on `stream_` (the optimizer's communication stream).

@@ -4,6 +4,7 @@
 
 #include "compressors/kind.h"
 #include "plugin/config/params.h"
+#include "plugin/outer_optimizer.h"
 
 namespace gw {
 
@@ -31,6 +32,10 @@ SyncSettings read_values(const config::Config& config) {
   s.policy.initial_period = config.get_int(keys::kAdaptiveInitK);
   s.policy.max_period = config.get_int(keys::kAdaptiveMaxK);
   s.average_state = config.get_bool(keys::kLocalSgdAverageState);
+  s.outer.rule = parse_outer_rule(config.get_string(keys::kOuterOptimizer));
+  s.outer.lr = static_cast<float>(config.get_float(keys::kOuterLr));
+  s.outer.momentum = static_cast<float>(config.get_float(keys::kOuterMomentum));
+  if (s.outer.rule == kernels::OuterRule::kAverage) s.outer.momentum = 0.0f;
   return s;
 }
 
@@ -54,8 +59,8 @@ void check_parameters_apply(const config::Config& config, const SyncSettings& s)
   };
   const Applies applies[] = {
       {keys::kLocalSgdK,
-       {SyncMode::kLocalSgd, SyncMode::kPostLocalSgd},
-       "local_sgd, post_local_sgd and auto (adaptive_local_sgd starts from "
+       {SyncMode::kLocalSgd, SyncMode::kPostLocalSgd, SyncMode::kDiloco},
+       "local_sgd, post_local_sgd, diloco (its H) and auto (adaptive_local_sgd starts from "
        "GRADWIRE_ADAPTIVE_INIT_K)"},
       {keys::kLocalSgdBeginStep,
        {SyncMode::kPostLocalSgd, SyncMode::kAdaptiveLocalSgd},
@@ -63,8 +68,12 @@ void check_parameters_apply(const config::Config& config, const SyncSettings& s)
       {keys::kAdaptiveInitK, {SyncMode::kAdaptiveLocalSgd}, "adaptive_local_sgd"},
       {keys::kAdaptiveMaxK, {SyncMode::kAdaptiveLocalSgd}, "adaptive_local_sgd"},
       {keys::kLocalSgdAverageState,
-       {SyncMode::kLocalSgd, SyncMode::kPostLocalSgd, SyncMode::kAdaptiveLocalSgd},
-       "local_sgd, post_local_sgd, adaptive_local_sgd and auto"},
+       {SyncMode::kLocalSgd, SyncMode::kPostLocalSgd, SyncMode::kAdaptiveLocalSgd,
+        SyncMode::kDiloco},
+       "local_sgd, post_local_sgd, adaptive_local_sgd, diloco and auto"},
+      {keys::kOuterOptimizer, {SyncMode::kDiloco}, "diloco"},
+      {keys::kOuterLr, {SyncMode::kDiloco}, "diloco"},
+      {keys::kOuterMomentum, {SyncMode::kDiloco}, "diloco"},
   };
   for (const Applies& a : applies) {
     bool applies_here = false;
@@ -92,6 +101,13 @@ void check_policy_parameters(const config::Config& config, const SyncSettings& s
         "learning-rate decay); from step 0 on it would be " +
         keys::kSync + "=local_sgd");
   }
+  if (mode == SyncMode::kDiloco && s.outer.rule == kernels::OuterRule::kAverage &&
+      is_set(config, keys::kOuterMomentum)) {
+    throw config::ConfigError(setting(config, keys::kOuterMomentum) + " has no effect under " +
+                              setting(config, keys::kOuterOptimizer) +
+                              ", which keeps no momentum; unset it, or set " +
+                              keys::kOuterOptimizer + "=nesterov or heavy_ball");
+  }
   if (mode == SyncMode::kAdaptiveLocalSgd && s.policy.initial_period > s.policy.max_period) {
     throw config::ConfigError(setting(config, keys::kAdaptiveInitK) + " exceeds " +
                               setting(config, keys::kAdaptiveMaxK) +
@@ -99,11 +115,30 @@ void check_policy_parameters(const config::Config& config, const SyncSettings& s
   }
 }
 
+// diloco's pseudo-gradients go through the compressor (Note [DiLoCo]): not dgc, whose momentum
+// correction would be a second momentum, nor auto.
+void check_diloco_compressor(const config::Config& config) {
+  const std::string compressor = config.get_string(keys::kCompressor);
+  if (compressor == "dgc" || compressor == "auto") {
+    throw config::ConfigError(
+        setting(config, keys::kSync) + " cannot be combined with " +
+        setting(config, keys::kCompressor) + ": " +
+        (compressor == "dgc"
+             ? std::string("dgc's momentum correction would be a second momentum on top of the "
+                           "outer optimizer's")
+             : std::string("auto chooses how gradients travel at every step, and diloco sends "
+                           "pseudo-gradients at its outer steps")) +
+        ". The pseudo-gradients go through none, fp16, topk (with error feedback: SparseLoCo's "
+        "recipe) or powersgd");
+  }
+}
+
 // A local policy averages parameters: no gradient compressor with state of its own across steps,
 // and gradients averaged.
-void check_local_policy_combinations(const config::Config& config) {
+void check_local_policy_combinations(const config::Config& config, SyncMode mode) {
   const std::string current = setting(config, keys::kSync);
   const std::string compressor = config.get_string(keys::kCompressor);
+  if (mode == SyncMode::kDiloco) check_diloco_compressor(config);
   if (compressor == "auto") {
     throw config::ConfigError(
         current + " cannot be combined with " + setting(config, keys::kCompressor) +
@@ -113,7 +148,8 @@ void check_local_policy_combinations(const config::Config& config) {
         "=none or fp16 (fp16 sends the parameters as "
         "fp16 deltas)");
   }
-  if (compressors::keeps_residuals(compressors::parse_kind(compressor))) {
+  if (mode != SyncMode::kDiloco &&
+      compressors::keeps_residuals(compressors::parse_kind(compressor))) {
     throw config::ConfigError(
         current + " cannot be combined with " + setting(config, keys::kCompressor) + ": " +
         compressor +
@@ -139,7 +175,7 @@ SyncSettings read_sync_settings(const config::Config& config) {
   check_auto_chooses_both(config, s);
   check_parameters_apply(config, s);
   check_policy_parameters(config, s);
-  if (s.policy.mode != SyncMode::kEveryStep) check_local_policy_combinations(config);
+  if (s.policy.mode != SyncMode::kEveryStep) check_local_policy_combinations(config, s.policy.mode);
   return s;
 }
 

@@ -2,6 +2,7 @@
 // combinations that make no sense.
 #pragma once
 
+#include "kernels/outer_rule.h"
 #include "plugin/config/config.h"
 #include "plugin/optimizer.h"
 #include "sync_policies/sync_policy.h"
@@ -11,6 +12,8 @@ namespace gw {
 struct SyncSettings {
   sync_policies::SyncOptions policy;
   bool average_state = false;  // GRADWIRE_LOCAL_SGD_AVERAGE_STATE
+  // diloco: GRADWIRE_OUTER_OPTIMIZER, GRADWIRE_OUTER_LR, GRADWIRE_OUTER_MOMENTUM (Note [DiLoCo]).
+  kernels::OuterStep outer;
   // GRADWIRE_SYNC=auto: every_step (policy) until auto decides; local_sgd at policy.period is
   // one of its candidates (local_sgd()).
   bool automatic = false;
@@ -30,7 +33,9 @@ struct SyncSettings {
 //   keep per-step residuals or momentum, which local steps would leave stale; local SGD averages
 //   parameters, and fp16 sends those as fp16 deltas), or GRADWIRE_GRADIENT_REDUCTION=sum (local
 //   steps use each rank's own gradient and averaging averages, so a summed gradient would change
-//   the step size by the world size between synchronous and local steps).
+//   the step size by the world size between synchronous and local steps);
+// - diloco meets GRADWIRE_COMPRESSOR=dgc or auto (its pseudo-gradients go through none, fp16, topk
+//   or powersgd; Note [DiLoCo]), or GRADWIRE_OUTER_OPTIMIZER=average a GRADWIRE_OUTER_MOMENTUM.
 SyncSettings read_sync_settings(const config::Config& config);
 
 // Throws config::ConfigError when GRADWIRE_LOCAL_SGD_AVERAGE_STATE=1 meets an inner optimizer

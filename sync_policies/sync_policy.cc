@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <istream>
+#include <iterator>
 #include <ostream>
 #include <stdexcept>
 
@@ -14,7 +15,7 @@ namespace gw::sync_policies {
 namespace {
 
 constexpr SyncMode kModes[] = {SyncMode::kEveryStep, SyncMode::kLocalSgd, SyncMode::kPostLocalSgd,
-                               SyncMode::kAdaptiveLocalSgd};
+                               SyncMode::kAdaptiveLocalSgd, SyncMode::kDiloco};
 
 std::string number(double v) {
   char text[64];
@@ -41,14 +42,16 @@ const char* to_string(SyncMode mode) {
       return "post_local_sgd";
     case SyncMode::kAdaptiveLocalSgd:
       return "adaptive_local_sgd";
+    case SyncMode::kDiloco:
+      return "diloco";
   }
   return "?";
 }
 
 SyncMode parse_sync_mode(std::string_view text) {
   if (const auto mode = find_by_name(text, kModes)) return *mode;
-  throw std::invalid_argument("unknown sync mode '" + std::string(text) + "'; accepted: " +
-                              names_of(kModes));
+  throw std::invalid_argument("unknown sync mode '" + std::string(text) +
+                              "'; accepted: " + names_of(kModes));
 }
 
 std::int64_t adaptive_period(double lr_0, double lr_t, double loss_0, double loss_t,
@@ -62,8 +65,8 @@ std::int64_t adaptive_period(double lr_0, double lr_t, double loss_0, double los
                                 std::to_string(k_0) + ", k_max = " + std::to_string(k_max));
   }
   if (lr_t == 0.0) return k_max;
-  const double k = std::ceil(std::sqrt((lr_0 / lr_t) * (loss_t / loss_0)) *
-                             static_cast<double>(k_0));
+  const double k =
+      std::ceil(std::sqrt((lr_0 / lr_t) * (loss_t / loss_0)) * static_cast<double>(k_0));
   // Compared as doubles first: k may exceed any int64 when lr_t is tiny.
   if (!(k < static_cast<double>(k_max))) return k_max;
   return k < 1.0 ? 1 : static_cast<std::int64_t>(k);
@@ -73,13 +76,15 @@ SyncPolicy::SyncPolicy(const SyncOptions& options) : options_(options) {
   const auto fail = [](const std::string& what) {
     throw std::invalid_argument("SyncPolicy: " + what);
   };
-  if (options.begin_step < 0) fail("begin_step must be >= 0, got " + std::to_string(options.begin_step));
+  if (options.begin_step < 0)
+    fail("begin_step must be >= 0, got " + std::to_string(options.begin_step));
   switch (options.mode) {
     case SyncMode::kEveryStep:
       return;
     case SyncMode::kLocalSgd:
+    case SyncMode::kDiloco:
       if (options.begin_step != 0) {
-        fail("local_sgd is local from step 0; a begin step (" +
+        fail(std::string(to_string(options.mode)) + " is local from step 0; a begin step (" +
              std::to_string(options.begin_step) + ") is post_local_sgd");
       }
       [[fallthrough]];
@@ -93,8 +98,7 @@ SyncPolicy::SyncPolicy(const SyncOptions& options) : options_(options) {
     case SyncMode::kAdaptiveLocalSgd:
       if (options.initial_period < 1 || options.max_period < options.initial_period) {
         fail("need 1 <= initial_period <= max_period, got " +
-             std::to_string(options.initial_period) + " and " +
-             std::to_string(options.max_period));
+             std::to_string(options.initial_period) + " and " + std::to_string(options.max_period));
       }
       period_ = options.initial_period;
       break;
@@ -108,17 +112,16 @@ bool SyncPolicy::exchanges_gradients(std::int64_t step) const {
 
 std::int64_t SyncPolicy::averaged(std::int64_t step, double loss, double lr) {
   if (!averages_after(step)) {
-    throw std::logic_error("SyncPolicy::averaged: step " + std::to_string(step) +
-                           " is not an averaging point (next: " +
-                           std::to_string(next_average_step_) + ")");
+    throw std::logic_error(
+        "SyncPolicy::averaged: step " + std::to_string(step) +
+        " is not an averaging point (next: " + std::to_string(next_average_step_) + ")");
   }
   if (options_.mode == SyncMode::kAdaptiveLocalSgd) {
     // The first point sets the reference figures; adaptive_period checks them before anything
     // changes.
     const double loss_0 = has_reference_ ? loss_0_ : loss;
     const double lr_0 = has_reference_ ? lr_0_ : lr;
-    period_ = adaptive_period(lr_0, lr, loss_0, loss, options_.initial_period,
-                              options_.max_period);
+    period_ = adaptive_period(lr_0, lr, loss_0, loss, options_.initial_period, options_.max_period);
     loss_0_ = loss_0;
     lr_0_ = lr_0;
     has_reference_ = true;
@@ -179,15 +182,15 @@ void SyncPolicy::load_state(std::istream& in) {
   if (mode != static_cast<std::uint32_t>(options_.mode)) {
     throw std::runtime_error(
         std::string("sync policy state: saved under ") +
-        (mode < 4 ? to_string(kModes[mode]) : "an unknown mode") + ", this run is " + name());
+        (mode < std::size(kModes) ? to_string(kModes[mode]) : "an unknown mode") +
+        ", this run is " + name());
   }
-  const bool same_options =
-      options_.mode == SyncMode::kEveryStep ||
-      (saved.begin_step == options_.begin_step &&
-       (options_.mode == SyncMode::kAdaptiveLocalSgd
-            ? saved.initial_period == options_.initial_period &&
-                  saved.max_period == options_.max_period
-            : saved.period == options_.period));
+  const bool same_options = options_.mode == SyncMode::kEveryStep ||
+                            (saved.begin_step == options_.begin_step &&
+                             (options_.mode == SyncMode::kAdaptiveLocalSgd
+                                  ? saved.initial_period == options_.initial_period &&
+                                        saved.max_period == options_.max_period
+                                  : saved.period == options_.period));
   if (!same_options) {
     throw std::runtime_error("sync policy state: saved with other " + name() +
                              " settings (period " + std::to_string(saved.period) + ", begin " +
@@ -195,8 +198,8 @@ void SyncPolicy::load_state(std::istream& in) {
                              std::to_string(saved.initial_period) + ", max " +
                              std::to_string(saved.max_period) + ")");
   }
-  if (has_reference > 1 || (options_.mode != SyncMode::kEveryStep &&
-                            (period < 1 || next < options_.begin_step))) {
+  if (has_reference > 1 ||
+      (options_.mode != SyncMode::kEveryStep && (period < 1 || next < options_.begin_step))) {
     throw std::runtime_error("sync policy state: corrupt schedule");
   }
   period_ = period;

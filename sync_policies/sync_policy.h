@@ -16,16 +16,20 @@
 
 namespace gw::sync_policies {
 
-enum class SyncMode { kEveryStep, kLocalSgd, kPostLocalSgd, kAdaptiveLocalSgd };
+// kDiloco keeps local_sgd's schedule (a point every `period` = H steps from step 0); what happens
+// at a point (the outer step on the averaged pseudo-gradient) is plugin/outer_optimizer.h's.
+enum class SyncMode { kEveryStep, kLocalSgd, kPostLocalSgd, kAdaptiveLocalSgd, kDiloco };
 
-// "every_step", "local_sgd", "post_local_sgd", "adaptive_local_sgd" (GRADWIRE_SYNC's values).
+// "every_step", "local_sgd", "post_local_sgd", "adaptive_local_sgd", "diloco" (GRADWIRE_SYNC's
+// values).
 const char* to_string(SyncMode mode);
 // Throws std::invalid_argument naming the text and the accepted values.
 SyncMode parse_sync_mode(std::string_view text);
 
 struct SyncOptions {
   SyncMode mode = SyncMode::kEveryStep;
-  // local_sgd, post_local_sgd: k, the local steps between two averaging points.
+  // local_sgd, post_local_sgd: k, the local steps between two averaging points; diloco: H, the
+  // inner steps between two outer steps.
   std::int64_t period = 4;
   // post_local_sgd, adaptive_local_sgd: steps before this one are synchronous SGD; this one is the
   // first local step. local_sgd starts local at step 0 and takes no begin step.

@@ -64,6 +64,25 @@ void add_to_anchor(const float* avg, float* w, float* a, std::size_t n) {
   }
 }
 
+// outer_optimizer.cc's step (kernels/update.h).
+void outer_step(const float* x, float alpha, bool x_is_delta, float* w, float* a, float* u,
+                std::size_t n, const OuterStep& step) {
+  const float lr = step.lr, mu = step.momentum;
+  for (std::size_t i = 0; i < n; ++i) {
+    const float m = x_is_delta ? a[i] + x[i] * alpha : x[i] * alpha;
+    const float d = a[i] - m;
+    float s = d;
+    if (step.rule != OuterRule::kAverage) {
+      const float ui = mu * u[i] + d;
+      u[i] = ui;
+      s = step.rule == OuterRule::kNesterov ? d + mu * ui : ui;
+    }
+    const float wi = m + (d - lr * s);
+    w[i] = wi;
+    a[i] = wi;
+  }
+}
+
 void scale_to(const float* in, float alpha, float* out, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) out[i] = in[i] * alpha;
 }

@@ -114,6 +114,10 @@ void subtract(const float*, const float*, float*, std::size_t, void*) {
 void add_to_anchor(const float*, float*, float*, std::size_t, void*) {
   throw_unavailable("add_to_anchor");
 }
+void outer_step(const float*, float, bool, float*, float*, float*, std::size_t, const OuterStep&,
+                void*) {
+  throw_unavailable("outer_step");
+}
 void scale_to(const float*, float, float*, std::size_t, void*) { throw_unavailable("scale_to"); }
 void scale_to_fp16(const float*, float, Half*, std::size_t, void*) {
   throw_unavailable("scale_to_fp16");

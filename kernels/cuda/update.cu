@@ -28,6 +28,11 @@ void add_to_anchor(const float* avg, float* w, float* a, std::size_t n, void* st
   thrust_algo::add_to_anchor(on_stream(stream), avg, w, a, n);
 }
 
+void outer_step(const float* x, float alpha, bool x_is_delta, float* w, float* a, float* u,
+                std::size_t n, const OuterStep& step, void* stream) {
+  thrust_algo::outer_step(on_stream(stream), x, alpha, x_is_delta, w, a, u, n, step);
+}
+
 void scale_to(const float* in, float alpha, float* out, std::size_t n, void* stream) {
   thrust_algo::scale_to(on_stream(stream), in, alpha, out, n);
 }

@@ -14,6 +14,7 @@
 #include "kernels/elementwise_functors.h"
 #include "kernels/half.h"
 #include "kernels/host_device.h"
+#include "kernels/outer_rule.h"
 #include "kernels/thrust/float_ops.h"
 
 namespace gw::kernels::thrust_algo {
@@ -85,6 +86,32 @@ struct AddToAnchorOp {
   }
 };
 
+// outer_step (kernels/update.h), as the CPU loop: m = (x * alpha) [+ a first], d = a - m,
+// u = (mu * u) + d, s = d + (mu * u), w = m + (d - (lr * s)).
+struct OuterStepOp {
+  const float* x;
+  float alpha;
+  bool x_is_delta;
+  float* w;
+  float* a;
+  float* u;
+  OuterStep step;
+  GW_HOST_DEVICE void operator()(std::size_t i) const {
+    const float scaled = mul_rn(x[i], alpha);
+    const float m = x_is_delta ? add_rn(a[i], scaled) : scaled;
+    const float d = sub_rn(a[i], m);
+    float s = d;
+    if (step.rule != OuterRule::kAverage) {
+      const float ui = add_rn(mul_rn(step.momentum, u[i]), d);
+      u[i] = ui;
+      s = step.rule == OuterRule::kNesterov ? add_rn(d, mul_rn(step.momentum, ui)) : ui;
+    }
+    const float wi = add_rn(m, sub_rn(d, mul_rn(step.lr, s)));
+    w[i] = wi;
+    a[i] = wi;
+  }
+};
+
 struct ScaleToOp {
   float alpha;
   GW_HOST_DEVICE float operator()(float x) const { return mul_rn(x, alpha); }
@@ -145,6 +172,14 @@ void add_to_anchor(const Policy& policy, const float* avg, float* w, float* a, s
   if (n == 0) return;
   const thrust::counting_iterator<std::size_t> first(0);
   thrust::for_each(policy, first, first + n, AddToAnchorOp{avg, w, a});
+}
+
+template <class Policy>
+void outer_step(const Policy& policy, const float* x, float alpha, bool x_is_delta, float* w,
+                float* a, float* u, std::size_t n, const OuterStep& step) {
+  if (n == 0) return;
+  const thrust::counting_iterator<std::size_t> first(0);
+  thrust::for_each(policy, first, first + n, OuterStepOp{x, alpha, x_is_delta, w, a, u, step});
 }
 
 template <class Policy>

@@ -17,6 +17,13 @@ namespace {
 
 sync_policies::SyncOptions local_options(const config::Config& c) {
   const SyncSettings s = read_sync_settings(c);
+  if (s.policy.mode == sync_policies::SyncMode::kDiloco) {
+    throw config::ConfigError(std::string(config::keys::kSync) +
+                              "=diloco is not in gradwire.torch.LocalSGD yet (it averages "
+                              "parameters; DiLoCo's outer step and compressed pseudo-gradients "
+                              "are the C++ DistributedOptimizer's): use local_sgd, "
+                              "post_local_sgd or adaptive_local_sgd");
+  }
   if (s.automatic || s.policy.mode == sync_policies::SyncMode::kEveryStep) {
     throw config::ConfigError(std::string(config::keys::kSync) + "=" + c.text(config::keys::kSync) +
                               ": gradwire.torch.LocalSGD runs a local schedule: local_sgd, "

@@ -213,8 +213,9 @@ nlohmann::json sync_json(const SyncStats& sync, const std::vector<CompressionSta
     if (!p.requested) ++scheduled;
     points.push_back(std::move(point));
   }
-  return {
+  nlohmann::json out = {
       {"policy", sync.policy},
+      {"parameter_wire", sync.parameter_wire},
       {"gradient_exchanges", sync.gradient_exchanges},
       {"parameter_exchanges", sync.parameter_exchanges},
       {"scheduled_averaging_points", scheduled},
@@ -229,8 +230,12 @@ nlohmann::json sync_json(const SyncStats& sync, const std::vector<CompressionSta
        "period in force), next_k (the period from there), the mean training loss "
        "(adaptive_local_sgd), and whether the program requested it (synchronize_parameters before "
        "evaluation) rather than the schedule; bytes are the busiest rank's gradient + parameter "
-       "bytes, against GRADWIRE_COMPRESSOR=none's fp32 gradient allreduce at every step"},
+       "bytes, against GRADWIRE_COMPRESSOR=none's fp32 gradient allreduce at every step; "
+       "parameter_wire: how the parameters travel at a point (diloco: its pseudo-gradients, "
+       "through GRADWIRE_COMPRESSOR), outer_optimizer: diloco's"},
   };
+  if (!sync.outer_optimizer.empty()) out["outer_optimizer"] = sync.outer_optimizer;
+  return out;
 }
 
 }  // namespace gw::trainer

@@ -22,6 +22,11 @@ strategy_settings() {
                           GRADWIRE_LOCAL_SGD_K=4) ;;
     adaptive_local_sgd) vars=(GRADWIRE_SYNC=adaptive_local_sgd GRADWIRE_ADAPTIVE_INIT_K=4
                               GRADWIRE_ADAPTIVE_MAX_K=8) ;;
+    # DiLoCo under Adam, top-k pseudo-gradients with error feedback: outer momentum, residuals and
+    # the anchor all change at every outer step (every 5 steps).
+    diloco) vars=(GRADWIRE_SYNC=diloco GRADWIRE_LOCAL_SGD_K=5 GRADWIRE_COMPRESSOR=topk
+                  GRADWIRE_DGC_SPARSITY=0.9)
+            extra=(--optimizer adam --lr 0.001) ;;
     # Overflows back the scale off from 1e9 at the start, and growth after every 4 clean steps
     # raises it again.
     amp) vars=(GRADWIRE_AMP=1 GRADWIRE_AMP_INIT_SCALE=1e9 GRADWIRE_AMP_GROWTH_INTERVAL=4) ;;

@@ -74,6 +74,16 @@ TEST_F(CudaSparseTest, ClipAndLocalSgdMatchCpu) {
     add_to_anchor(dd.get(), dw.get(), da.get(), n, stream_);
     EXPECT_TRUE(same_bits(w2, dw.to_host()));
     EXPECT_TRUE(same_bits(a2, da.to_host()));
+    for (OuterRule rule : {OuterRule::kNesterov, OuterRule::kHeavyBall, OuterRule::kAverage}) {
+      std::vector<float> ow(n), oa = a, ou = w;
+      DeviceCopy<float> dow(ow, stream_), doa(oa, stream_), dou(ou, stream_), dx(d, stream_);
+      outer_step(d.data(), 0.5f, true, ow.data(), oa.data(), ou.data(), n, {rule, 0.7f, 0.9f},
+                 kHost);
+      outer_step(dx.get(), 0.5f, true, dow.get(), doa.get(), dou.get(), n, {rule, 0.7f, 0.9f},
+                 stream_);
+      EXPECT_TRUE(same_bits(ow, dow.to_host()));
+      EXPECT_TRUE(same_bits(ou, dou.to_host()));
+    }
     scale_to(w.data(), 0.125f, s.data(), n, kHost);
     DeviceCopy<float> dw0(w, stream_);
     scale_to(dw0.get(), 0.125f, ds.get(), n, stream_);

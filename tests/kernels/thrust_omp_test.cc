@@ -133,6 +133,26 @@ TEST(ThrustOmp, LocalSgdAveragingMatchesCpuBitForBit) {
   }
 }
 
+TEST(ThrustOmp, OuterStepMatchesCpuBitForBit) {
+  GW_EACH_INPUT(n, dist) {
+    SCOPED_TRACE(input_name(n, dist));
+    const std::vector<float> x = make_values(dist, n, 15), a0 = make_values(Dist::kNormal, n, 16),
+                             u0 = make_values(Dist::kNormal, n, 17);
+    for (OuterRule rule : {OuterRule::kNesterov, OuterRule::kHeavyBall, OuterRule::kAverage}) {
+      for (bool delta : {false, true}) {
+        const OuterStep step{rule, 0.7f, 0.9f};
+        std::vector<float> w(n), a = a0, u = u0, w2(n), a2 = a0, u2 = u0;
+        cpu::outer_step(x.data(), 0.25f, delta, w.data(), a.data(), u.data(), n, step);
+        thrust_algo::outer_step(omp, x.data(), 0.25f, delta, w2.data(), a2.data(), u2.data(), n,
+                                step);
+        ASSERT_TRUE(same_bits(w, w2));
+        ASSERT_TRUE(same_bits(a, a2));
+        ASSERT_TRUE(same_bits(u, u2));
+      }
+    }
+  }
+}
+
 TEST(ThrustOmp, ScaleToFp16MatchesCpu) {
   for (std::size_t n : kSizes) {
     const std::vector<float> in = test_util::random_cast_inputs(n, 9);

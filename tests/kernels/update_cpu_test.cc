@@ -87,6 +87,48 @@ TEST(UpdateCpu, LocalSgdAveragingExactValues) {
   EXPECT_EQ(s, (std::vector<float>{1.25f, -0.25f, 0.5f}));
 }
 
+TEST(UpdateCpu, OuterStepExactValues) {
+  // Integer and power-of-two figures: every result is exact. Anchor 4, mean 3: d = 1.
+  const std::vector<float> sum = {6}, anchor = {4};
+  auto run = [&](OuterRule rule, float lr, float mu, float u0, bool delta) {
+    std::vector<float> w = {0}, a = anchor, u = {u0};
+    const std::vector<float> x = delta ? std::vector<float>{-2} : sum;  // mean - anchor, x 2 ranks
+    outer_step(x.data(), 0.5f, delta, w.data(), a.data(), u.data(), 1, {rule, lr, mu}, kHost);
+    EXPECT_EQ(a, w);
+    return std::vector<float>{w[0], u[0]};
+  };
+  for (bool delta : {false, true}) {
+    // nesterov, mu 0.5, u0 2: u = 0.5 * 2 + 1 = 2; s = 1 + 0.5 * 2 = 2; w = 3 + (1 - 0.5 * 2) = 3.
+    EXPECT_EQ(run(OuterRule::kNesterov, 0.5f, 0.5f, 2, delta), (std::vector<float>{3, 2}));
+    // heavy ball: s = u = 2; w = 3 + (1 - 2 * 2) = 0.
+    EXPECT_EQ(run(OuterRule::kHeavyBall, 2, 0.5f, 2, delta), (std::vector<float>{0, 2}));
+    // average: s = d = 1, u untouched; w = 3 + (1 - 0.25) = 3.75.
+    EXPECT_EQ(run(OuterRule::kAverage, 0.25f, 0.5f, 7, delta), (std::vector<float>{3.75f, 7}));
+  }
+}
+
+TEST(UpdateCpu, OuterStepAtLrOneWithoutMomentumIsLocalSgdAveraging) {
+  for (std::size_t n : test_inputs::kSizes) {
+    const std::vector<float> sum = make_values(Dist::kWideRange, n, 11),
+                             anchor = make_values(Dist::kNormal, n, 12),
+                             delta = make_values(Dist::kNormal, n, 13);
+    std::vector<float> fp32(n), fp16_w(n), fp16_a = anchor;
+    scale_to(sum.data(), 0.25f, fp32.data(), n, kHost);
+    add_to_anchor(delta.data(), fp16_w.data(), fp16_a.data(), n, kHost);
+    for (OuterRule rule : {OuterRule::kNesterov, OuterRule::kHeavyBall, OuterRule::kAverage}) {
+      std::vector<float> w(n), a = anchor, u = make_values(Dist::kNormal, n, 14);
+      outer_step(sum.data(), 0.25f, false, w.data(), a.data(), u.data(), n, {rule, 1.0f, 0.0f},
+                 kHost);
+      ASSERT_TRUE(same_bits(w, fp32)) << n;
+      ASSERT_TRUE(same_bits(a, fp32)) << n;
+      std::vector<float> w2(n), a2 = anchor;
+      outer_step(delta.data(), 1.0f, true, w2.data(), a2.data(), u.data(), n, {rule, 1.0f, 0.0f},
+                 kHost);
+      ASSERT_TRUE(same_bits(w2, fp16_w)) << n;
+    }
+  }
+}
+
 TEST(UpdateCpu, ScaleToFp16MatchesReference) {
   for (std::size_t n : test_inputs::kSizes) {
     const std::vector<float> in = test_util::random_cast_inputs(n, 4);
