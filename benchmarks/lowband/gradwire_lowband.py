@@ -64,6 +64,8 @@ def make_parser(names):
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
                    help="gradwire_train --device: where each rank trains")
     p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--optimizer", default="sgd", choices=["sgd", "adam"],
+                   help="gradwire_train --optimizer: the inner optimizer (--momentum is SGD's)")
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--momentum", type=float, default=0.9)
     p.add_argument("--seed", type=int, default=42)
@@ -170,6 +172,10 @@ def parse_args(argv, names):
     if not 1 <= a.ranks_per_host <= 8:
         errors.append(f"--ranks-per-host {a.ranks_per_host}: accepted 1 to 8")
     errors += list_errors(a, names) + number_errors(a) + assignment_errors(a)
+    torch = [s for s in getattr(a, "strategy_list", []) if s.startswith("torch:")]
+    if a.optimizer != "sgd" and torch:
+        errors.append(f"--optimizer {a.optimizer}: the torch:* strategies ({', '.join(torch)}) "
+                      "run examples/pytorch with SGD; accepted with them: sgd")
     if errors:
         p.error("; ".join(errors))
     a.report = os.path.abspath(a.report)
@@ -215,9 +221,11 @@ def train(args, launcher, strategy, env, rate, rundir, outdir, cluster=None):
     program = [os.path.join(args.bin, "gradwire_train"), "--model", args.model,
                "--device", args.device,
                "--epochs", str(args.epochs), "--batch-size", str(args.batch_size),
-               "--lr", str(args.lr), "--momentum", str(args.momentum),
+               "--optimizer", args.optimizer, "--lr", str(args.lr),
                "--seed", str(args.seed), "--eval-every", str(args.eval_every),
                "--time-budget", str(args.time_budget), "--no-progress", "--report", rpath]
+    if args.optimizer == "sgd":
+        program += ["--momentum", str(args.momentum)]
     if args.train_subset:
         program += ["--train-subset", str(args.train_subset)]
     if args.test_subset:

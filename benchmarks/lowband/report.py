@@ -55,7 +55,8 @@ def new_report(command, args, shaped):
         "settings": {"hosts": args.hosts, "ranks_per_host": args.ranks_per_host,
                      "model": args.model, "device": args.device,
                      "epochs": args.epochs,
-                     "batch_size": args.batch_size, "lr": args.lr, "momentum": args.momentum,
+                     "batch_size": args.batch_size, "optimizer": args.optimizer,
+                     "lr": args.lr, "momentum": args.momentum,
                      "seed": args.seed, "target_accuracy": args.target_accuracy,
                      "time_budget": args.time_budget, "eval_every": args.eval_every,
                      "steps_per_epoch": args.steps_per_epoch, "train_subset": args.train_subset,
@@ -314,7 +315,9 @@ def markdown(report):
                   "nothing about a slow network.**", ""]
     lines += [f"- Command: `{report['command']}`",
               f"- {s['hosts']} hosts x {s.get('ranks_per_host', 1)} rank(s), model {s['model']}, batch {s['batch_size']} per "
-              f"rank, lr {s['lr']}, momentum {s['momentum']}, seed {s['seed']}, {s['epochs']} "
+              f"rank, {s.get('optimizer', 'sgd')} lr {s['lr']}"
+              f"{'' if s.get('optimizer', 'sgd') == 'adam' else ', momentum ' + str(s['momentum'])}"
+              f", seed {s['seed']}, {s['epochs']} "
               f"epochs ({s['steps_per_epoch']} steps each), time budget {s['time_budget']} s, "
               f"target accuracy {s['target_accuracy']}, evaluation every {s['eval_every']} steps",
               f"- Machine: {report['machine']['cores']} cores, Linux {report['machine']['kernel']}, "

@@ -6,6 +6,8 @@ SyncStats RunStats::sync(const DistributedOptimizer& optimizer) const {
   const SyncStats& mine = optimizer.sync_stats();
   SyncStats out = sync_before_;
   out.policy = mine.policy;
+  out.parameter_wire = mine.parameter_wire;
+  out.outer_optimizer = mine.outer_optimizer;
   out.gradient_exchanges += mine.gradient_exchanges;
   out.parameter_exchanges += mine.parameter_exchanges;
   out.state_exchanges += mine.state_exchanges;
