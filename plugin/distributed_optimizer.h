@@ -189,6 +189,9 @@ class DistributedOptimizer {
   // other compressor. See Note [Choosing at the first step].
   const AutoDecision* auto_decision() const { return auto_ ? auto_->decision() : nullptr; }
   const SyncStats& sync_stats() const { return local_sgd_->stats(); }
+  // Whether every rank holds the same parameters now: under every_step always; under a local
+  // policy (diloco included) when no local step ran since the last averaging point.
+  bool parameters_in_step() const { return local_sgd_->local_steps_since_average() == 0; }
   const sync_policies::SyncPolicy& sync_policy() const { return local_sgd_->policy(); }
   Optimizer& inner() { return *inner_; }
   CountingCommunicator& communicator() { return *comm_; }

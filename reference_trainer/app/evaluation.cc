@@ -31,7 +31,10 @@ Evaluation evaluate(TrainingModel& model, const Dataset& test, Communicator& com
 // the end of an epoch) would add an averaging point the schedule did not have. So the average is
 // taken into the model for the evaluation only, with an allreduce counted as control traffic, and
 // each rank's own parameters are put back afterwards: the training goes on exactly as without the
-// evaluation, and its gradient and parameter bytes are unchanged. Evaluation time is kept out of
+// evaluation, and its gradient and parameter bytes are unchanged. Right after an averaging point
+// (an evaluation every multiple of the period) the ranks hold the same parameters again
+// (DistributedOptimizer::parameters_in_step), and nothing is averaged: on a slow link that
+// allreduce of every parameter costs as much as a point. Evaluation time is kept out of
 // the training clock (and so out of time-to-accuracy figures); the barriers around it are too.
 Evaluation evaluate_average(TrainingModel& model, const Dataset& test, Communicator& comm,
                             bool ranks_in_step, bool stop_vote) {

@@ -382,9 +382,7 @@ Checkpoint TrainingRun::checkpoint_at(double now) const {
   return c;
 }
 
-bool TrainingRun::ranks_in_step() const {
-  return optimizer_.sync_policy().mode() == sync_policies::SyncMode::kEveryStep;
-}
+bool TrainingRun::ranks_in_step() const { return optimizer_.parameters_in_step(); }
 
 TrainResult TrainingRun::finish() {
   report_device();

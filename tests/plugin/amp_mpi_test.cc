@@ -92,13 +92,23 @@ INSTANTIATE_TEST_SUITE_P(
                                  {{keys::kCompressor, "topk"},
                                   {keys::kDgcSparsity, "0.9"},
                                   {keys::kDgcMinNumel, "1000"}},  // "big" goes sparse
-                                 0.0, "sparse"},
+                                 0.0,
+                                 "sparse"},
                       InjectCase{"dgc",
                                  {{keys::kCompressor, "dgc"},
                                   {keys::kDgcSparsity, "0.9"},
                                   {keys::kDgcMinNumel, "1000"}},
-                                 0.9, "sparse"},
-                      InjectCase{"local_sgd", kLocal, 0.0, "fp16"}),
+                                 0.9,
+                                 "sparse"},
+                      InjectCase{"local_sgd", kLocal, 0.0, "fp16"},
+                      // Outer steps after steps 3 and 7; the pseudo-gradients go as topk deltas.
+                      InjectCase{"diloco",
+                                 {{keys::kSync, "diloco"},
+                                  {keys::kLocalSgdK, "4"},
+                                  {keys::kCompressor, "topk"},
+                                  {keys::kDgcSparsity, "0.9"}},
+                                 0.0,
+                                 "fp16"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 // With a power-of-two scale, scaling the gradient and unscaling it after the exchange is exact:
@@ -110,9 +120,9 @@ TEST(Amp, UnscaledGradientsGiveExactlyTheFp32Parameters) {
   if ((comm->size() & (comm->size() - 1)) != 0) GTEST_SKIP() << "needs a power-of-two world";
   Model reference, mixed;
   DistributedOptimizer plain(comm, sgd(0.9), reference.specs(), settings({}));
-  DistributedOptimizer amp(comm, sgd(0.9), mixed.specs(),
-                           settings({{keys::kAmp, "1"}, {keys::kAmpCommFp16, "0"},
-                                     {keys::kAmpGrowthInterval, "5"}}));
+  DistributedOptimizer amp(
+      comm, sgd(0.9), mixed.specs(),
+      settings({{keys::kAmp, "1"}, {keys::kAmpCommFp16, "0"}, {keys::kAmpGrowthInterval, "5"}}));
   for (std::int64_t step = 0; step < 20; ++step) {
     reference.gradients(plain, rank, step, 1.0f);
     plain.step();
@@ -154,7 +164,8 @@ TEST(Amp, Fp16WireMatchesTheFp16CompressorAndHalvesTheBytes) {
   }
   const std::vector<float> a = mixed.flat(), b = fp16.flat();
   double worst = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(double(a[i]) - b[i]));
+  for (std::size_t i = 0; i < a.size(); ++i)
+    worst = std::max(worst, std::fabs(double(a[i]) - b[i]));
   EXPECT_LE(worst, 1e-6);
   EXPECT_EQ(amp.loss_scaler()->skipped_steps(), 0);
   EXPECT_EQ(amp_bytes, half_bytes);
@@ -164,8 +175,8 @@ TEST(Amp, Fp16WireMatchesTheFp16CompressorAndHalvesTheBytes) {
 TEST(Amp, LossScalerStateTravelsWithTheCheckpoint) {
   auto comm = world();
   const int rank = comm->rank();
-  const Settings s = {{keys::kAmp, "1"}, {keys::kAmpInitScale, "1024"},
-                      {keys::kAmpGrowthInterval, "3"}};
+  const Settings s = {
+      {keys::kAmp, "1"}, {keys::kAmpInitScale, "1024"}, {keys::kAmpGrowthInterval, "3"}};
   Model model;
   DistributedOptimizer opt(comm, sgd(), model.specs(), settings(s));
   for (std::int64_t step = 0; step < 5; ++step) {
@@ -228,9 +239,9 @@ TEST(Amp, ConfigurationErrorsNameTheVariable) {
   EXPECT_NE(config_error({{keys::kAmp, "1"}, {keys::kAmpBackoffFactor, "1"}})
                 .find("GRADWIRE_AMP_BACKOFF_FACTOR"),
             std::string::npos);
-  EXPECT_NE(config_error({{keys::kAmp, "1"}, {keys::kAmpInitScale, "0"}})
-                .find("GRADWIRE_AMP_INIT_SCALE"),
-            std::string::npos);
+  EXPECT_NE(
+      config_error({{keys::kAmp, "1"}, {keys::kAmpInitScale, "0"}}).find("GRADWIRE_AMP_INIT_SCALE"),
+      std::string::npos);
 }
 
 }  // namespace

@@ -156,6 +156,8 @@ INSTANTIATE_TEST_SUITE_P(
                       with(kSparse, {{kCompressor, "topk"}}), with(kSparse, {{kCompressor, "dgc"}}),
                       Settings{{kSync, "local_sgd"}, {kLocalSgdK, "2"}},
                       Settings{{kSync, "local_sgd"}, {kLocalSgdK, "2"}, {kCompressor, "fp16"}},
+                      // DiLoCo's outer step and momentum on the device, topk pseudo-gradients.
+                      with(kSparse, {{kSync, "diloco"}, {kLocalSgdK, "2"}, {kCompressor, "topk"}}),
                       Settings{{kAmp, "1"}}, with(kSparse, {{kCompressor, "dgc"}, {kAmp, "1"}}),
                       // The split on the device at every world size the test runs at.
                       with(kSparse, {{kCompressor, "dgc"}, {config::keys::kSparseAlgo, "split"}}),

@@ -255,6 +255,9 @@ def case_bad_configuration():
     expect_value_error(lambda: gwt.hook(m, compressor="bogus"), "GRADWIRE_COMPRESSOR", "dgc")
     expect_value_error(lambda: gwt.hook(m, fusion_threshold_mb=16), "GRADWIRE_FUSION_THRESHOLD_MB",
                        "bucket_cap_mb")
+    # DiLoCo's outer step is the C++ DistributedOptimizer's; LocalSGD says so rather than average.
+    expect_value_error(lambda: gwt.LocalSGD(m, sync="diloco", local_sgd_k=4), "GRADWIRE_SYNC=diloco",
+                       "local_sgd")
     if dist.get_world_size() > 1:
         sparsity = "0.99" if dist.get_rank() == 0 else "0.9"
         expect_value_error(lambda: gwt.hook(m, compressor="topk", dgc_sparsity=sparsity),
