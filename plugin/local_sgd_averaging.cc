@@ -89,15 +89,16 @@ void LocalSgdAveraging::average_bucket(std::size_t b) {
       exchanges_[b].run(comm_, *wire_, buckets_[b], TrafficKind::kParameter);
   if (outer_) {
     const compressors::BucketView& view = buckets_[b];
-    std::vector<float> alpha(view.tensors.size(), inv_n);
-    if (plan.dense_wire == compressors::DenseWire::kFloat16) {
-      for (std::size_t pos : plan.dense) alpha[pos] = 1.0f;
-    }
-    for (std::size_t pos = 0; pos < view.tensors.size(); ++pos) {
-      const ParameterSet::Registered& p = params_[view.tensors[pos].parameter];
-      outer_->apply(flat + p.offset, alpha[pos], deltas_, p.spec.value, anchor_.data() + p.offset,
-                    p.offset, p.spec.numel, stream_);
-    }
+    const auto apply = [&](const std::vector<std::size_t>& positions, float alpha) {
+      for (std::size_t pos : positions) {
+        const ParameterSet::Registered& p = params_[view.tensors[pos].parameter];
+        outer_->apply(flat + p.offset, alpha, deltas_, p.spec.value, anchor_.data() + p.offset,
+                      p.offset, p.spec.numel, stream_);
+      }
+    };
+    apply(plan.dense, plan.dense_wire == compressors::DenseWire::kFloat16 ? 1.0f : inv_n);
+    apply(plan.sparse, inv_n);
+    apply(plan.low_rank, inv_n);
     stream_.synchronize();
     return;
   }

@@ -48,8 +48,7 @@ OuterOptimizer::OuterOptimizer(const kernels::OuterStep& step, std::size_t numel
     : step_(step), stream_(stream) {
   if (has_momentum(step_.rule)) {
     momentum_ = kernels::Buffer<float>(numel, stream_);
-    std::vector<float> zeros(numel, 0.0f);
-    kernels::copy_bytes(momentum_.data(), zeros.data(), numel * sizeof(float), stream_);
+    kernels::fill_zero(momentum_.data(), numel * sizeof(float), stream_);
     stream_.synchronize();
   }
 }
@@ -72,12 +71,11 @@ void OuterOptimizer::apply(const float* x, float alpha, bool x_is_delta, float* 
   kernels::outer_step(x, alpha, x_is_delta, w, anchor, u, n, step_, stream);
 }
 
-// The rule (u32), lr and momentum (f32), the steps taken (i64), the momentum's length (u64) and
-// its floats.
+// The rule (u32), the steps taken (i64), the momentum's length (u64) and its floats. lr and the
+// momentum factor are settings, not state: a resumed run takes its own (the trainer refuses a
+// resume whose settings differ).
 void OuterOptimizer::save_state(std::ostream& out) const {
   binary::put<std::uint32_t>(out, static_cast<std::uint32_t>(step_.rule));
-  binary::put<float>(out, step_.lr);
-  binary::put<float>(out, step_.momentum);
   binary::put<std::int64_t>(out, steps_);
   const std::uint64_t n = momentum_.size();
   binary::put<std::uint64_t>(out, n);
@@ -90,8 +88,6 @@ void OuterOptimizer::save_state(std::ostream& out) const {
 
 void OuterOptimizer::load_state(std::istream& in) {
   const auto rule = binary::get<std::uint32_t>(in, kLoadContext);
-  binary::get<float>(in, kLoadContext);  // lr and momentum: this run's settings apply
-  binary::get<float>(in, kLoadContext);
   const auto steps = binary::get<std::int64_t>(in, kLoadContext);
   const auto n = binary::get<std::uint64_t>(in, kLoadContext);
   if (steps < 0) throw std::runtime_error(std::string(kLoadContext) + ": corrupt step count");

@@ -61,7 +61,7 @@ class OuterOptimizer {
   std::int64_t steps() const { return steps_; }
   void count_step() { ++steps_; }
 
-  // The rule, its figures, the steps taken and the momentum. load_state throws std::runtime_error,
+  // The rule, the steps taken and the momentum. load_state throws std::runtime_error,
   // leaving the state as it was, on a stream from another rule or layout.
   void save_state(std::ostream& out) const;
   void load_state(std::istream& in);

@@ -23,6 +23,7 @@ namespace keys = config::keys;
 using testing::momentum_sgd;
 using testing::Settings;
 using testing::settings;
+using testing::with;
 using testing::world;
 using Model = testing::TwoTensorModel;
 
@@ -115,10 +116,6 @@ TEST_P(AccumulationEqualsTheMean, BitwiseForEveryStrategy) {
 }
 
 const Settings kSparse = {{keys::kDgcSparsity, "0.9"}, {keys::kDgcMinNumel, "1000"}};
-Settings with(Settings a, const Settings& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
 
 INSTANTIATE_TEST_SUITE_P(
     Strategies, AccumulationEqualsTheMean,

@@ -38,6 +38,7 @@ using config::keys::kLocalSgdK;
 using config::keys::kSync;
 using testing::Settings;
 using testing::settings;
+using testing::with;
 using testing::world;
 
 // Plain SGD that runs where its stream works: w += (-lr * scale) g, one axpy per parameter. It
@@ -144,11 +145,6 @@ TEST_P(DeviceStep, EqualsTheHostRunBitForBit) {
 }
 
 const Settings kSparse = {{kDgcSparsity, "0.99"}, {kDgcMinNumel, "1000"}};
-
-Settings with(Settings base, const Settings& more) {
-  base.insert(base.end(), more.begin(), more.end());
-  return base;
-}
 
 INSTANTIATE_TEST_SUITE_P(
     Strategies, DeviceStep,

@@ -17,9 +17,11 @@ namespace gw {
 namespace {
 
 namespace keys = config::keys;
+using testing::identical_on_all_ranks;
 using testing::Settings;
 using testing::settings;
 using testing::sgd;
+using testing::with;
 using testing::world;
 
 constexpr std::size_t kTotal = testing::TwoTensorModel::kTotal;
@@ -42,26 +44,6 @@ void train(Model& model, DistributedOptimizer& opt, int rank, std::int64_t from,
     model.gradients(opt, rank, step);
     opt.step();
   }
-}
-
-Settings with(Settings base, const Settings& more) {
-  base.insert(base.end(), more.begin(), more.end());
-  return base;
-}
-
-// Whether every rank holds bitwise the same `values`.
-bool identical_on_all_ranks(CountingCommunicator& comm, const std::vector<float>& values) {
-  const auto n = static_cast<std::size_t>(comm.size());
-  std::vector<float> all(values.size() * n);
-  comm.inner().allgatherv(values.data(), values.size(), all.data(),
-                          std::vector<std::size_t>(n, values.size()), DataType::kFloat32,
-                          TrafficKind::kControl);
-  for (std::size_t r = 1; r < n; ++r) {
-    if (std::memcmp(all.data(), all.data() + r * values.size(), values.size() * sizeof(float))) {
-      return false;
-    }
-  }
-  return true;
 }
 
 std::unique_ptr<Optimizer> adam() {

@@ -18,6 +18,7 @@ namespace gw {
 namespace {
 
 namespace keys = config::keys;
+using testing::identical_on_all_ranks;
 using testing::Settings;
 using testing::settings;
 using testing::world;
@@ -57,28 +58,6 @@ double max_difference(const std::vector<float>& a, const std::vector<float>& b) 
   return worst;
 }
 
-// Every rank's copy of `values`, rank after rank (through the uncounted inner communicator).
-std::vector<float> gather(CountingCommunicator& comm, const std::vector<float>& values) {
-  const auto n = static_cast<std::size_t>(comm.size());
-  std::vector<float> all(values.size() * n);
-  comm.inner().allgatherv(values.data(), values.size(), all.data(),
-                          std::vector<std::size_t>(n, values.size()), DataType::kFloat32,
-                          TrafficKind::kControl);
-  return all;
-}
-
-// Whether every rank holds bitwise the same `values`.
-bool identical_on_all_ranks(CountingCommunicator& comm, const std::vector<float>& values) {
-  const std::vector<float> all = gather(comm, values);
-  for (int r = 1; r < comm.size(); ++r) {
-    if (std::memcmp(all.data(), all.data() + r * values.size(), values.size() * sizeof(float)) !=
-        0) {
-      return false;
-    }
-  }
-  return true;
-}
-
 TEST(LocalSgd, WithKOneAndPlainSgdEqualsSynchronousSgd) {
   const auto comm = world();
   const int rank = comm->rank();
@@ -115,8 +94,10 @@ TEST(LocalSgd, AllRanksHoldIdenticalParametersAfterEveryAveragingPoint) {
       {{keys::kSync, "local_sgd"}, {keys::kLocalSgdK, "3"}},
       {{keys::kSync, "local_sgd"}, {keys::kLocalSgdK, "3"}, {keys::kCompressor, "fp16"}},
       {{keys::kSync, "post_local_sgd"}, {keys::kLocalSgdBeginStep, "4"}, {keys::kLocalSgdK, "3"}},
-      {{keys::kSync, "adaptive_local_sgd"}, {keys::kAdaptiveInitK, "3"},
-       {keys::kAdaptiveMaxK, "5"}, {keys::kCompressor, "fp16"}},
+      {{keys::kSync, "adaptive_local_sgd"},
+       {keys::kAdaptiveInitK, "3"},
+       {keys::kAdaptiveMaxK, "5"},
+       {keys::kCompressor, "fp16"}},
   };
   for (std::size_t c = 0; c < configs.size(); ++c) {
     Model model;
@@ -155,13 +136,19 @@ TEST(LocalSgd, TrafficIsAveragingPointsTimesParameterBytes) {
   const std::vector<Case> cases = {
       {{{keys::kSync, "local_sgd"}, {keys::kLocalSgdK, "4"}}, 0, 5, fp32_point},
       {{{keys::kSync, "local_sgd"}, {keys::kLocalSgdK, "4"}, {keys::kCompressor, "fp16"}},
-       0, 5, fp16_point},
+       0,
+       5,
+       fp16_point},
       // Synchronous steps 0..5, then points after steps 9, 13, 17.
       {{{keys::kSync, "post_local_sgd"}, {keys::kLocalSgdBeginStep, "6"}, {keys::kLocalSgdK, "4"}},
-       6, 3, fp32_point},
+       6,
+       3,
+       fp32_point},
       // Momentum averaged too: one more fp32 array as large as the parameters per point.
       {{{keys::kSync, "local_sgd"}, {keys::kLocalSgdK, "4"}, {keys::kLocalSgdAverageState, "1"}},
-       0, 5, 2 * fp32_point},
+       0,
+       5,
+       2 * fp32_point},
   };
   for (std::size_t c = 0; c < cases.size(); ++c) {
     Model model;
@@ -172,8 +159,9 @@ TEST(LocalSgd, TrafficIsAveragingPointsTimesParameterBytes) {
     const SyncStats& s = opt.sync_stats();
     EXPECT_EQ(s.gradient_exchanges, cases[c].gradient_exchanges) << "case " << c;
     EXPECT_EQ(s.parameter_exchanges, cases[c].points) << "case " << c;
-    EXPECT_EQ(after[TrafficKind::kParameter].sent_bytes - before[TrafficKind::kParameter].sent_bytes,
-              static_cast<std::uint64_t>(cases[c].points) * cases[c].point_bytes)
+    EXPECT_EQ(
+        after[TrafficKind::kParameter].sent_bytes - before[TrafficKind::kParameter].sent_bytes,
+        static_cast<std::uint64_t>(cases[c].points) * cases[c].point_bytes)
         << "case " << c;
     EXPECT_EQ(after[TrafficKind::kGradient].sent_bytes - before[TrafficKind::kGradient].sent_bytes,
               static_cast<std::uint64_t>(cases[c].gradient_exchanges) * fp32_point)
@@ -278,8 +266,7 @@ TEST(LocalSgd, AdaptivePeriodFollowsTheRanksMeanLoss) {
     silent.step();
     FAIL() << "no exception";
   } catch (const std::logic_error& e) {
-    EXPECT_NE(std::string(e.what()).find("call report_loss(loss) before step()"),
-              std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("call report_loss(loss) before step()"), std::string::npos)
         << e.what();
   }
   silent.report_loss(1.0);
@@ -291,11 +278,10 @@ TEST(LocalSgd, AverageStateMakesTheMomentumIdenticalAcrossRanks) {
   if (comm->size() < 2) GTEST_SKIP() << "needs a peer";
   for (bool average_state : {false, true}) {
     Model model;
-    DistributedOptimizer opt(
-        comm, sgd(0.9), model.specs(),
-        settings({{keys::kSync, "local_sgd"},
-                  {keys::kLocalSgdK, "4"},
-                  {keys::kLocalSgdAverageState, average_state ? "1" : "0"}}));
+    DistributedOptimizer opt(comm, sgd(0.9), model.specs(),
+                             settings({{keys::kSync, "local_sgd"},
+                                       {keys::kLocalSgdK, "4"},
+                                       {keys::kLocalSgdAverageState, average_state ? "1" : "0"}}));
     train(model, opt, comm->rank(), 0, 8);  // ends on an averaging point
     const auto buffers = *opt.inner().state_buffers();
     ASSERT_EQ(buffers.size(), 2u);
@@ -329,11 +315,16 @@ TEST(LocalSgd, SaveThenLoadContinuesBitIdentically) {
   const int rank = comm->rank();
   const std::vector<Settings> configs = {
       {{keys::kSync, "local_sgd"}, {keys::kLocalSgdK, "3"}},
-      {{keys::kSync, "local_sgd"}, {keys::kLocalSgdK, "3"}, {keys::kCompressor, "fp16"},
+      {{keys::kSync, "local_sgd"},
+       {keys::kLocalSgdK, "3"},
+       {keys::kCompressor, "fp16"},
        {keys::kLocalSgdAverageState, "1"}},
-      {{keys::kSync, "post_local_sgd"}, {keys::kLocalSgdBeginStep, "5"}, {keys::kLocalSgdK, "4"},
+      {{keys::kSync, "post_local_sgd"},
+       {keys::kLocalSgdBeginStep, "5"},
+       {keys::kLocalSgdK, "4"},
        {keys::kCompressor, "fp16"}},
-      {{keys::kSync, "adaptive_local_sgd"}, {keys::kAdaptiveInitK, "3"},
+      {{keys::kSync, "adaptive_local_sgd"},
+       {keys::kAdaptiveInitK, "3"},
        {keys::kAdaptiveMaxK, "6"}},
   };
   for (std::size_t c = 0; c < configs.size(); ++c) {
@@ -449,7 +440,8 @@ TEST(LocalSgd, CombinationsThatMakeNoSenseAreConfigurationErrors) {
   };
   expect_error({{keys::kSync, "local_sgd"}, {keys::kCompressor, "dgc"}},
                "GRADWIRE_SYNC=local_sgd cannot be combined with GRADWIRE_COMPRESSOR=dgc");
-  expect_error({{keys::kSync, "post_local_sgd"}, {keys::kLocalSgdBeginStep, "10"},
+  expect_error({{keys::kSync, "post_local_sgd"},
+                {keys::kLocalSgdBeginStep, "10"},
                 {keys::kCompressor, "topk"}},
                "Use GRADWIRE_COMPRESSOR=none or fp16");
   expect_error({{keys::kLocalSgdK, "8"}},
@@ -465,7 +457,8 @@ TEST(LocalSgd, CombinationsThatMakeNoSenseAreConfigurationErrors) {
                "GRADWIRE_ADAPTIVE_INIT_K=20 exceeds GRADWIRE_ADAPTIVE_MAX_K=16");
   expect_error({{keys::kSync, "local_sgd"}, {keys::kGradientReduction, "sum"}},
                "Use GRADWIRE_GRADIENT_REDUCTION=average");
-  expect_error({{keys::kLocalSgdAverageState, "1"}}, "has no effect under GRADWIRE_SYNC=every_step");
+  expect_error({{keys::kLocalSgdAverageState, "1"}},
+               "has no effect under GRADWIRE_SYNC=every_step");
   expect_error({{keys::kSync, "local_sgd"}, {keys::kLocalSgdAverageState, "1"}},
                "opaque does not expose it", std::make_unique<Opaque>());
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <random>
@@ -112,6 +113,34 @@ inline std::unique_ptr<trainer::Sgd> sgd(double momentum = 0.0, double weight_de
   o.momentum = momentum;
   o.weight_decay = weight_decay;
   return std::make_unique<trainer::Sgd>(o);
+}
+
+// `base` with `more` appended.
+inline Settings with(Settings base, const Settings& more) {
+  base.insert(base.end(), more.begin(), more.end());
+  return base;
+}
+
+// Every rank's copy of `values`, rank after rank (through the uncounted inner communicator).
+inline std::vector<float> gather(CountingCommunicator& comm, const std::vector<float>& values) {
+  const auto n = static_cast<std::size_t>(comm.size());
+  std::vector<float> all(values.size() * n);
+  comm.inner().allgatherv(values.data(), values.size(), all.data(),
+                          std::vector<std::size_t>(n, values.size()), DataType::kFloat32,
+                          TrafficKind::kControl);
+  return all;
+}
+
+// Whether every rank holds bitwise the same `values`.
+inline bool identical_on_all_ranks(CountingCommunicator& comm, const std::vector<float>& values) {
+  const std::vector<float> all = gather(comm, values);
+  for (int r = 1; r < comm.size(); ++r) {
+    if (std::memcmp(all.data(), all.data() + r * values.size(), values.size() * sizeof(float)) !=
+        0) {
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace gw::testing
