@@ -102,9 +102,6 @@ class LocalSgdAveraging {
   // The engine's job for bucket b of an averaging point (Note [Parameter averaging wire]; under
   // diloco the outer step follows, Note [DiLoCo]).
   void average_bucket(std::size_t b);
-  // diloco's outer optimizer; null under the other policies.
-  const OuterOptimizer* outer() const { return outer_.get(); }
-  const compressors::Compressor& wire() const { return *wire_; }
   // Once every bucket is averaged: the optimizer state (GRADWIRE_LOCAL_SGD_AVERAGE_STATE), then
   // the schedule (`scheduled`: a point of the policy after step `step`'s update; otherwise one
   // that synchronize_parameters() requested after it) and the record of the point.

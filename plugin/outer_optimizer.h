@@ -47,7 +47,6 @@ class OuterOptimizer {
   // numel: the parameters' floats; the momentum (none under average) lives in `stream`'s memory.
   OuterOptimizer(const kernels::OuterStep& step, std::size_t numel, const kernels::Stream& stream);
 
-  const kernels::OuterStep& step() const { return step_; }
   // "nesterov (lr 0.7, momentum 0.9)".
   std::string describe() const;
 
