@@ -173,17 +173,17 @@ CountingCommunicator::Bytes CountingCommunicator::charge(const Collective& c) co
   return {};
 }
 
+// The inner communicator first: it refuses what it cannot carry (a data type it does not know,
+// say) with its own CommError, which charge() would pre-empt with a plainer one.
 WorkHandle CountingCommunicator::start(const Collective& c) {
-  const Bytes bytes = charge(c);
   WorkHandle work = inner_->start(c);
-  record(c.kind, bytes);
+  record(c.kind, charge(c));
   return work;
 }
 
 void CountingCommunicator::run(const Collective& c) {
-  const Bytes bytes = charge(c);
   inner_->run(c);
-  record(c.kind, bytes);
+  record(c.kind, charge(c));
 }
 
 TrafficCounters CountingCommunicator::counters() const {
