@@ -16,11 +16,24 @@ LIB_BUILD = os.path.join(HERE, "build", "gradwire-lib")
 ABI = int(torch.compiled_with_cxx11_abi())
 
 
+def cuda_setting():
+    """GRADWIRE_ENABLE_CUDA (ON or OFF) where set; else ON for a CUDA torch where nvcc is found,
+    so that the hook runs CUDA buckets in gradwire's kernels (docs/PYTORCH.md, On a GPU)."""
+    chosen = os.environ.get("GRADWIRE_ENABLE_CUDA")
+    if chosen is not None:
+        if chosen not in ("ON", "OFF"):
+            raise SystemExit("GRADWIRE_ENABLE_CUDA=%s: accepted: ON, OFF" % chosen)
+        return chosen
+    nvcc = shutil.which("nvcc") or os.path.exists("/usr/local/cuda/bin/nvcc")
+    return "ON" if torch.version.cuda and nvcc else "OFF"
+
+
 def build_library():
     subprocess.check_call([
         "cmake", "-S", ROOT, "-B", LIB_BUILD, "-DCMAKE_BUILD_TYPE=Release",
         "-DGRADWIRE_BUILD_TESTS=OFF", "-DGRADWIRE_BUILD_BENCHMARKS=OFF",
-        "-DGRADWIRE_ENABLE_CUDA=OFF", f"-DCMAKE_CXX_FLAGS=-D_GLIBCXX_USE_CXX11_ABI={ABI}"])
+        f"-DGRADWIRE_ENABLE_CUDA={cuda_setting()}",
+        f"-DCMAKE_CXX_FLAGS=-D_GLIBCXX_USE_CXX11_ABI={ABI}"])
     jobs = os.environ.get("JOBS", str(os.cpu_count() or 1))
     subprocess.check_call(["cmake", "--build", LIB_BUILD, "--target", "gradwire", "-j", jobs])
 

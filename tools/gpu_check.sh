@@ -347,6 +347,15 @@ run_benchmarks() {
     "$mpiexec" -n 1 "$bin/gradwire_bench_train" --device both
   gpu_bench train_cuda_np2 "$bin/gradwire_bench_train" -- \
     "$mpiexec" -n 2 "$bin/gradwire_bench_train" --device cuda --batches 256
+  # The DDP hooks side by side (issue 45's GPU figure), where the PyTorch bridge was built.
+  local hooks=$ROOT/benchmarks/pytorch/bench_ddp_hooks.py
+  if compgen -G "$GPU_BUILD_DIR/python/gradwire/_C*.so" >/dev/null; then
+    gpu_bench ddp_hooks_cuda "$hooks" -- \
+      env PYTHONPATH="$GPU_BUILD_DIR/python" python3 "$hooks" --device cuda
+  else
+    log "gpu-check: ddp_hooks_cuda: the PyTorch bridge was not built (no torch for CMake's Python)"
+    printf '%s\tnot built\t-\t-\t-\t%s\n' ddp_hooks_cuda "$hooks" >> "$GPU_OUT/benches.tsv"
+  fi
 }
 
 # --- the report ----------------------------------------------------------------------------------

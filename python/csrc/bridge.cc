@@ -32,12 +32,15 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   py::class_<DdpHook>(m, "DdpHook")
       .def(py::init<c10::intrusive_ptr<c10d::ProcessGroup>, std::vector<std::int64_t>,
                     std::vector<std::int64_t>, const std::map<std::string, std::string>&, double,
-                    bool>(),
+                    bool, const std::string&>(),
            py::arg("group"), py::arg("numels"), py::arg("rows"), py::arg("settings"),
-           py::arg("momentum"), py::arg("nesterov"), py::call_guard<py::gil_scoped_release>())
+           py::arg("momentum"), py::arg("nesterov"), py::arg("device") = "cpu",
+           py::call_guard<py::gil_scoped_release>())
       .def("exchange", &DdpHook::exchange, py::arg("buffer"), py::arg("parameters"),
            py::arg("last"), py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("compressor", &DdpHook::compressor)
+      .def_property_readonly("device", &DdpHook::device)
+      .def_property_readonly("stream_handle", &DdpHook::stream_handle)
       .def_property_readonly("step", &DdpHook::step)
       .def_property_readonly("world_size", &DdpHook::world_size)
       .def_property_readonly("gradient_bytes_sent", &DdpHook::gradient_bytes_sent)

@@ -46,6 +46,28 @@ config::Config hook_config(const std::map<std::string, std::string>& settings) {
   return c;
 }
 
+// The parameters' device, checked: the CPU, or a CUDA device this build and machine can use.
+c10::Device parse_device(const std::string& text) {
+  c10::Device device(c10::kCPU);
+  try {
+    device = c10::Device(text);
+  } catch (const std::exception&) {
+    throw std::invalid_argument("gradwire's DDP hook: device '" + text +
+                                "' is not a device; accepted: cpu, cuda, cuda:N");
+  }
+  if (!device.is_cpu() && !device.is_cuda()) {
+    throw std::invalid_argument(
+        "gradwire's DDP hook runs on CPU or CUDA parameters; these are on " + device.str());
+  }
+  if (device.is_cuda() && !kernels::cuda_device_available()) {
+    throw std::invalid_argument(
+        "gradwire's DDP hook: the parameters are on " + device.str() +
+        ", but this gradwire library has no usable CUDA device (built without CUDA, or no GPU "
+        "found by its runtime); build it with CUDA (docs/PYTORCH.md) or train on the CPU");
+  }
+  return device;
+}
+
 std::vector<std::size_t> to_sizes(const std::vector<std::int64_t>& v, const char* what) {
   std::vector<std::size_t> out;
   out.reserve(v.size());
@@ -70,9 +92,10 @@ std::string layout_text(const std::vector<std::size_t>& numels,
 
 DdpHook::DdpHook(c10::intrusive_ptr<c10d::ProcessGroup> group, std::vector<std::int64_t> numels,
                  std::vector<std::int64_t> rows, const std::map<std::string, std::string>& settings,
-                 double momentum, bool nesterov)
+                 double momentum, bool nesterov, const std::string& device)
     : config_(hook_config(settings)),
       settings_(read_compressor_settings(config_)),
+      device_(parse_device(device)),
       numels_(to_sizes(numels, "numels")),
       rows_(to_sizes(rows, "rows")) {
   if (settings_.automatic) {
@@ -95,11 +118,15 @@ DdpHook::DdpHook(c10::intrusive_ptr<c10d::ProcessGroup> group, std::vector<std::
                               ": dgc's momentum must lie in [0, 1)");
   }
   comm_ = std::make_unique<CountingCommunicator>(
-      std::make_unique<ProcessGroupCommunicator>(std::move(group), c10::Device(c10::kCPU)));
+      std::make_unique<ProcessGroupCommunicator>(std::move(group), device_));
   check_same_on_all_ranks(*comm_, config_.canonical() + "momentum=" + std::to_string(momentum) +
                                       "\nnesterov=" + (nesterov ? "1" : "0") + "\n" +
                                       layout_text(numels_, rows_));
   compressor_ = make_trial_compressor(settings_, numels_, rows_, SgdMomentum{momentum, nesterov});
+  if (device_.is_cuda()) {
+    stream_ = kernels::Stream::cuda(device_.has_index() ? device_.index() : -1);
+    compressor_->set_stream(stream_);
+  }
 }
 
 DdpHook::Bucket& DdpHook::bucket_for(const std::vector<std::int64_t>& parameters) {
@@ -126,8 +153,13 @@ DdpHook::Bucket& DdpHook::bucket_for(const std::vector<std::int64_t>& parameters
 
 void DdpHook::exchange(const at::Tensor& buffer, const std::vector<std::int64_t>& parameters,
                        bool last) {
-  if (buffer.scalar_type() != at::kFloat || !buffer.is_contiguous() || !buffer.is_cpu()) {
-    throw std::invalid_argument("gradwire's DDP hook takes contiguous float32 CPU buckets; got a " +
+  const bool here = device_.is_cpu()
+                        ? buffer.is_cpu()
+                        : buffer.is_cuda() &&
+                              (!device_.has_index() || buffer.device().index() == device_.index());
+  if (buffer.scalar_type() != at::kFloat || !buffer.is_contiguous() || !here) {
+    throw std::invalid_argument("gradwire's DDP hook (made for parameters on " + device_.str() +
+                                ") takes contiguous float32 buckets there; got a " +
                                 std::string(buffer.is_contiguous() ? "" : "non-contiguous ") +
                                 c10::toString(buffer.scalar_type()) + " bucket on " +
                                 buffer.device().str());
@@ -146,10 +178,12 @@ void DdpHook::exchange(const at::Tensor& buffer, const std::vector<std::int64_t>
   view.data = buffer.data_ptr<float>();
   // Under none the bucket is scaled by 1/n first and summed in place, DDP's own order
   // (Note [The DDP hook's state]); a compressor sees the gradients themselves.
+  // On one rank the sum is the average: no division (x / 1 and x * 1 are x, so the bits agree).
   const bool none = compressor_->kind() == compressors::Kind::kNone;
-  if (none) buffer.mul_(1.0 / comm_->size());
+  const bool alone = comm_->size() == 1;
+  if (none && !alone) buffer.mul_(1.0 / comm_->size());
   const compressors::ExchangePlan& plan = b.exchange->run(*comm_, *compressor_, view);
-  if (none) {
+  if (none || alone) {
     if (last) end_step();
     return;
   }

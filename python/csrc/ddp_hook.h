@@ -18,6 +18,18 @@
 // average for an fp16 dense part, whose wire divides first): the sums are divided by the world
 // size per tensor afterwards, except under `none`, where the buffer is divided first and summed
 // in place, as DDP's own allreduce does, which gives the same bits.
+//
+// Note [The DDP hook on a GPU]
+// A hook made for CUDA parameters runs the compressor on the device, on a gradwire stream of the
+// parameters' device (kernels::Stream::cuda): its state lives there and the bucket is encoded and
+// decoded in place, in gradwire's CUDA kernels, without a copy to the host. The Python hook makes
+// that stream wait for the caller's current stream, makes it the current stream while the bucket
+// runs (so the process group orders its collectives on it:
+// Note [Collectives on a process group]) and makes the caller's stream wait for it after, as
+// DDP's own hooks order their work.
+// What the exchange reads on the host (a sparse part's counts) it reads as on gradwire's own GPU
+// path, synchronising that stream (Note [Compressors on a stream]). The results are the CPU
+// path's bit for bit: the kernels promise the host's arithmetic (tests/python/ddp_hook_cuda_test).
 #pragma once
 
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
@@ -29,6 +41,7 @@
 #include <vector>
 
 #include "compressors/compressor.h"
+#include "kernels/stream.h"
 #include "plugin/comm/counting_communicator.h"
 #include "plugin/compressor_factory.h"
 #include "plugin/config/config.h"
@@ -41,11 +54,13 @@ class DdpHook {
   // `numels` and `rows`: every parameter's element count and leading dimension (0 for a vector),
   // in the model's parameter order. `settings`: GRADWIRE_* values that override the environment.
   // `momentum`, `nesterov`: dgc's momentum correction (the optimizer then runs without momentum).
+  // `device`: where the parameters are ("cpu", "cuda:0"): a CUDA device puts the compressor on
+  // a gradwire stream there (Note [The DDP hook on a GPU]).
   // Collective: every rank constructs it, and the configurations must agree (a ConfigError on
   // every rank naming the differing keys otherwise).
   DdpHook(c10::intrusive_ptr<c10d::ProcessGroup> group, std::vector<std::int64_t> numels,
           std::vector<std::int64_t> rows, const std::map<std::string, std::string>& settings,
-          double momentum, bool nesterov);
+          double momentum, bool nesterov, const std::string& device = "cpu");
 
   // One DDP bucket: `buffer`, its flat gradients; `parameters`, the index of each of its tensors
   // in memory order; `last`, whether it is the step's last bucket. Afterwards `buffer` holds the
@@ -53,6 +68,12 @@ class DdpHook {
   void exchange(const at::Tensor& buffer, const std::vector<std::int64_t>& parameters, bool last);
 
   std::string compressor() const { return compressor_->name(); }
+  std::string device() const { return device_.str(); }
+  // The cudaStream_t the compressor runs on, as an integer (torch.cuda.ExternalStream takes it);
+  // 0 on the CPU.
+  std::uintptr_t stream_handle() const {
+    return reinterpret_cast<std::uintptr_t>(stream_.native());
+  }
   std::int64_t step() const { return step_; }
   int world_size() const { return comm_->size(); }
   // Bytes this rank has sent for gradients, by Note [What the counters count], and the step from
@@ -80,6 +101,8 @@ class DdpHook {
 
   config::Config config_;
   CompressorSettings settings_;
+  c10::Device device_;
+  kernels::Stream stream_ = kernels::Stream::host();
   std::vector<std::size_t> numels_, rows_;
   std::unique_ptr<CountingCommunicator> comm_;
   std::unique_ptr<compressors::Compressor> compressor_;

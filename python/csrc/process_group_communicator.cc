@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/stream.h"
+
 namespace gw::torch_bridge {
 namespace {
 
@@ -47,6 +49,12 @@ at::Tensor wrap(const void* data, std::size_t count, DataType type, c10::Device 
                        at::TensorOptions().dtype(scalar_type(type)).device(device));
 }
 
+std::size_t total(const std::vector<std::size_t>& counts) {
+  std::size_t n = 0;
+  for (std::size_t c : counts) n += c;
+  return n;
+}
+
 std::vector<std::int64_t> as_int64(const std::vector<std::size_t>& counts) {
   return std::vector<std::int64_t>(counts.begin(), counts.end());
 }
@@ -61,8 +69,39 @@ ProcessGroupCommunicator::ProcessGroupCommunicator(c10::intrusive_ptr<c10d::Proc
   size_ = group_->getSize();
 }
 
+bool ProcessGroupCommunicator::staged(const Collective& c) const {
+  if (!device_.is_cuda()) return false;
+  if (c.ready_on != nullptr) return c.ready_on->is_host();
+  return kernels::device_of(c.recv != nullptr ? c.recv : c.send) == Device::kHost;
+}
+
 WorkHandle ProcessGroupCommunicator::start(const Collective& c) {
   check_arguments(c, rank_, size_, "process group ");
+  if (!staged(c)) return run_on_device(c);
+  // Host buffers on a CUDA group: device copies in, the collective, the result copied back
+  // (Note [Collectives on a process group]).
+  std::size_t sent = c.count, received = c.count;
+  if (c.op == CollectiveOp::kAllgatherv) received = total(c.recv_counts);
+  if (c.op == CollectiveOp::kAlltoallv) {
+    sent = total(c.send_counts);
+    received = total(c.recv_counts);
+  }
+  const at::Tensor host_recv = wrap(c.recv, received, c.type, c10::Device(c10::kCPU));
+  const at::Tensor recv = c.in_place() ? host_recv.to(device_)
+                                       : at::empty({static_cast<std::int64_t>(received)},
+                                                   host_recv.options().device(device_));
+  const at::Tensor send =
+      c.in_place() ? recv : wrap(c.send, sent, c.type, c10::Device(c10::kCPU)).to(device_);
+  Collective on_device = c;
+  on_device.send = send.data_ptr();
+  on_device.recv = recv.data_ptr();
+  on_device.ready_on = nullptr;
+  run_on_device(on_device);
+  host_recv.copy_(recv);
+  return completed_work();
+}
+
+WorkHandle ProcessGroupCommunicator::run_on_device(const Collective& c) {
   const std::string what = std::string(to_string(c.op)) + " on rank " + std::to_string(rank_);
   try {
     switch (c.op) {
@@ -81,11 +120,8 @@ WorkHandle ProcessGroupCommunicator::start(const Collective& c) {
         break;
       }
       case CollectiveOp::kAlltoallv: {
-        std::size_t sent = 0, received = 0;
-        for (std::size_t n : c.send_counts) sent += n;
-        for (std::size_t n : c.recv_counts) received += n;
-        at::Tensor in = wrap(c.send, sent, c.type, device_);
-        at::Tensor out = wrap(c.recv, received, c.type, device_);
+        at::Tensor in = wrap(c.send, total(c.send_counts), c.type, device_);
+        at::Tensor out = wrap(c.recv, total(c.recv_counts), c.type, device_);
         std::vector<std::int64_t> out_splits = as_int64(c.recv_counts);
         std::vector<std::int64_t> in_splits = as_int64(c.send_counts);
 #if TORCH_VERSION_MAJOR * 100 + TORCH_VERSION_MINOR >= 215

@@ -10,6 +10,17 @@
 // sends every block padded to the largest count (the counts are every rank's already) and packs
 // the blocks after. Errors from the group (a peer gone, a timeout) become gw::CommError naming
 // the operation and the rank, what the exchange's callers expect.
+//
+// On a CUDA group (NCCL moves device memory only) a collective whose buffers are in host memory
+// (the configuration check, the sparse part's message counts: Note [Host buffers beside NCCL])
+// goes through device copies of them: the group's one backend carries both, in one order, and the
+// copy back waits for the collective. Device buffers are used in place; a Collective's ready_on
+// says which it is without asking CUDA, else kernels::device_of does.
+//
+// Streams: the group orders its collective after the caller's current stream and, on wait(), the
+// current stream after the collective (c10d's own rule). The hook makes gradwire's stream the
+// current one while it runs a bucket (python/gradwire/torch.py), so the compressor's kernels,
+// the collectives and the decode are one stream's order.
 #pragma once
 
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
@@ -29,7 +40,11 @@ class ProcessGroupCommunicator final : public Communicator {
   void barrier() override;
 
  private:
+  WorkHandle run_on_device(const Collective& c);
   void allgatherv(const Collective& c);
+  // Whether `c`'s buffers are host memory to be staged through device copies: on a CUDA group
+  // only.
+  bool staged(const Collective& c) const;
   c10::intrusive_ptr<c10d::ProcessGroup> group_;
   c10::Device device_;
   int rank_ = 0;

@@ -13,6 +13,10 @@ configurations differ fail alike, naming the differing values.
 
 dgc applies the momentum itself (momentum correction): pass the optimizer's momentum here and
 run the optimizer without momentum (torch.optim.SGD(..., momentum=0)).
+
+On CUDA parameters (an NCCL group) the compressor runs in gradwire's CUDA kernels on a stream of
+its own, ordered after the caller's current stream and before it again with events, as DDP's own
+hooks are; the buckets never go to the host (docs/PYTORCH.md, On a GPU).
 """
 import torch
 import torch.distributed as dist
@@ -53,11 +57,19 @@ class HookState:
         if not self.parameters:
             raise ValueError("gradwire.torch.hook: the model has no parameter that requires grad")
         self._index = {p.data_ptr(): i for i, p in enumerate(self.parameters)}
+        devices = {p.device for p in self.parameters}
+        if len(devices) != 1:
+            raise ValueError("gradwire.torch.hook: the parameters are on %s; the hook takes a "
+                             "model on one device" % ", ".join(sorted(map(str, devices))))
+        device = devices.pop()
         group = process_group if process_group is not None else dist.group.WORLD
         self._hook = _C.DdpHook(
             group, [p.numel() for p in self.parameters],
             [p.shape[0] if p.dim() >= 2 else 0 for p in self.parameters],
-            _settings(settings), float(momentum), bool(nesterov))
+            _settings(settings), float(momentum), bool(nesterov), str(device))
+        # Note [The DDP hook on a GPU]: gradwire's stream, as torch sees it.
+        self._stream = (torch.cuda.ExternalStream(self._hook.stream_handle, device=device)
+                        if device.type == "cuda" else None)
         self._layouts = {}
 
     @property
@@ -125,7 +137,17 @@ def _completed(buffer):
 
 def _gradwire_hook(state, bucket):
     buffer = bucket.buffer()
-    state._hook.exchange(buffer, state._bucket_parameters(bucket), bucket.is_last())
+    parameters = state._bucket_parameters(bucket)
+    if state._stream is None:
+        state._hook.exchange(buffer, parameters, bucket.is_last())
+        return _completed(buffer)
+    # Note [The DDP hook on a GPU]: on gradwire's stream, after the gradients and before DDP
+    # reads the result on its own stream.
+    current = torch.cuda.current_stream(buffer.device)
+    state._stream.wait_stream(current)
+    with torch.cuda.stream(state._stream):
+        state._hook.exchange(buffer, parameters, bucket.is_last())
+    current.wait_stream(state._stream)
     return _completed(buffer)
 
 
