@@ -32,6 +32,10 @@ def parse_args():
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--only", default="", help="comma-separated variant names (default: all)")
+    p.add_argument("--profile", default="",
+                   help="comma-separated variants to run 20 more steps each under torch.profiler: "
+                        "the CUDA runtime calls per step (launches, synchronisations, copies) in "
+                        "the report, the profiler's table beside it (REPORT.profile.txt)")
     p.add_argument("--report", default="")
     return p.parse_args()
 
@@ -145,6 +149,10 @@ def main():
         finally:
             dist.destroy_process_group()
     text = json.dumps(report, indent=2)
+    if ARGS.report and report.get("profile_tables"):
+        with open(ARGS.report + ".profile.txt", "w") as f:
+            f.write(report.pop("profile_tables"))
+        text = json.dumps(report, indent=2)
     if ARGS.report:
         with open(ARGS.report, "w") as f:
             f.write(text + "\n")
@@ -180,6 +188,7 @@ def run(device, names):
               "torch": torch.__version__, "batch": ARGS.batch, "steps": ARGS.steps,
               "warmup": ARGS.warmup, "rounds": ARGS.rounds, "parameters": numel,
               "copy_bandwidth_gbps": bandwidth / 1e9, "variants": rows, "verdicts": {}}
+    profile(device, variants, x, y, report)
     reference = rows.get("ddp_powersgd_rank1")
     if reference:
         report["ddp_powersgd_rank1_added_seconds"] = reference["added_ms"] / 1e3
@@ -195,6 +204,36 @@ def run(device, names):
                   % (name, rows[name]["added_ms"], reference["added_ms"],
                      "met" if met else "MISSED"))
     return report
+
+
+RUNTIME_CALLS = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cudaStreamSynchronize",
+                 "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpyAsync", "cudaMemcpy",
+                 "cudaStreamWaitEvent", "cudaEventRecord", "cudaMalloc", "cudaFree")
+
+
+def profile(device, variants, x, y, report):
+    """The CUDA runtime calls per step of each --profile variant, from torch.profiler."""
+    wanted = [v for v in ARGS.profile.split(",") if v]
+    if not wanted:
+        return
+    from torch.profiler import ProfilerActivity
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    steps, tables = 20, []
+    report["profile"] = {}
+    for v in variants:
+        if v.name not in wanted:
+            continue
+        with torch.profiler.profile(activities=activities) as prof:
+            v.steps(steps, x, y)
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+        averages = prof.key_averages()
+        calls = {e.key: e.count / steps for e in averages if e.key in RUNTIME_CALLS}
+        report["profile"][v.name] = {"steps": steps, "runtime_calls_per_step": calls}
+        tables.append("# %s, %d steps\n%s\n" % (v.name, steps, averages.table(
+            sort_by="self_cpu_time_total", row_limit=30)))
+        print("%s: CUDA runtime calls per step: %s" % (v.name, calls))
+    report["profile_tables"] = "\n".join(tables)
 
 
 if __name__ == "__main__":

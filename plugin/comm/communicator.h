@@ -61,6 +61,13 @@ class Communicator {
   // (Note [Sparse allreduce over two levels], plugin/exchange/two_level_split.h).
   virtual const Levels* levels() { return nullptr; }
 
+  // Whether a collective given ready_on = `stream` is ordered on the device after the work
+  // enqueued on that stream so far, and that stream's later work after the collective, with no
+  // host synchronisation: the caller may then enqueue a bucket's encode, collectives and decode
+  // on `stream` without waiting for it (Note [Collectives ordered on a stream],
+  // plugin/exchange/bucket_exchange.h). False unless a backend promises it.
+  virtual bool orders_on(const kernels::Stream& /*stream*/) const { return false; }
+
   // The collective `c` (Note [A collective described once]), started: the returned Work completes
   // it. An argument a backend cannot carry throws CommError here, before anything is sent.
   virtual WorkHandle start(const Collective& c) = 0;

@@ -75,6 +75,7 @@ class CountingCommunicator : public Communicator {
   }
   std::vector<int> node_of_rank() const override { return inner_->node_of_rank(); }
   const Levels* levels() override { return local_ ? &levels_ : nullptr; }
+  bool orders_on(const kernels::Stream& stream) const override { return inner_->orders_on(stream); }
 
   // A consistent snapshot of this rank's counters (safe to call from any thread).
   TrafficCounters counters() const;

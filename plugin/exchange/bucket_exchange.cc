@@ -35,9 +35,13 @@ const compressors::ExchangePlan& BucketExchange::run(Communicator& comm,
       payload_.encode(compressor, bucket, comm.size(), split_for(comm).packing(comm));
   const compressors::ExchangePlan& plan = payload_.plan();
   record(times, &ExchangeTimes::encoded, stream);
-  stream.synchronize();
+  // Note [Collectives ordered on a stream]: where the communicator orders its collectives on the
+  // compressor's stream, nothing here waits for the device.
+  const bool ordered = comm.orders_on(stream);
+  if (!ordered) stream.synchronize();
 
-  const float* q = dense_.exchange(comm, compressor.low_rank(), bucket, plan, payload, kind, stream);
+  const float* q =
+      dense_.exchange(comm, compressor.low_rank(), bucket, plan, payload, kind, stream, ordered);
   compressors::SparseInbox* sparse = nullptr;
   if (exchange::SparseExchange* algorithm = sparse_for(comm, plan)) {
     sparse = &algorithm->exchange(comm, {bucket, payload_, compressor.reselector(), stream}, kind);
@@ -46,7 +50,7 @@ const compressors::ExchangePlan& BucketExchange::run(Communicator& comm,
 
   payload_.decode(bucket, compressor.low_rank(), q, sparse, stream);
   record(times, &ExchangeTimes::decoded, stream);
-  stream.synchronize();
+  if (!ordered) stream.synchronize();
   return plan;
 }
 
@@ -54,8 +58,8 @@ ExchangeTrial BucketExchange::trial(compressors::Compressor& compressor,
                                     const compressors::BucketView& bucket, int world_size) {
   const kernels::Stream& stream = compressor.stream();
   const auto begin = std::chrono::steady_clock::now();
-  const compressors::EncodedBucket& payload = payload_.encode(
-      compressor, bucket, world_size, {static_cast<std::size_t>(world_size), 1});
+  const compressors::EncodedBucket& payload =
+      payload_.encode(compressor, bucket, world_size, {static_cast<std::size_t>(world_size), 1});
   const compressors::ExchangePlan& plan = payload_.plan();
   dense_.local_only(compressor.low_rank(), bucket, plan, payload, stream);
   compressors::decode_dense(bucket, plan, payload, stream);

@@ -18,6 +18,16 @@
 
 namespace gw {
 
+// Note [Collectives ordered on a stream]
+// A communicator whose orders_on(stream) is true (the DDP hook's process group on CUDA: the
+// group orders its collectives after the current stream, and the current stream after them, and
+// the hook makes the compressor's stream the current one) needs no host synchronisation around
+// a bucket: run() then enqueues the encode, the dense collectives (told ready_on = the stream)
+// and the decode on the stream and returns without waiting for the device, as c10d's own hooks
+// do. What a sparse part reads on the host (its counts, the payload's verdicts) still waits, in
+// the primitive that hands the value back (Note [Streams]). Every other communicator keeps the
+// synchronisation before the collectives and after the decode.
+
 // Where each phase of one run ended (the timeline's encode / exchange / decode spans): events
 // recorded on the compressor's stream, so on a device they carry the device's times.
 struct ExchangeTimes {
@@ -48,7 +58,8 @@ class BucketExchange {
   // The bucket and every payload live where the compressor's stream works
   // (Note [Compressors on a stream]); the communicator takes device buffers (MPI stages them,
   // NCCL runs on them). The stream is synchronised before each collective, so the communicator
-  // sees finished data, and the decode is enqueued on it after.
+  // sees finished data, and the decode is enqueued on it after; except where the communicator
+  // orders its collectives on that stream (Note [Collectives ordered on a stream]).
   const compressors::ExchangePlan& run(Communicator& comm, compressors::Compressor& compressor,
                                        const compressors::BucketView& bucket,
                                        TrafficKind kind = TrafficKind::kGradient,

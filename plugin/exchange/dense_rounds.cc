@@ -21,21 +21,28 @@ float* DenseRounds::project(compressors::LowRankRound* low_rank,
 }
 
 const float* DenseRounds::exchange(Communicator& comm, compressors::LowRankRound* low_rank,
-                                  const compressors::BucketView& bucket,
-                                  const compressors::ExchangePlan& plan,
-                                  const compressors::EncodedBucket& payload, TrafficKind kind,
-                                  const kernels::Stream& stream) {
+                                   const compressors::BucketView& bucket,
+                                   const compressors::ExchangePlan& plan,
+                                   const compressors::EncodedBucket& payload, TrafficKind kind,
+                                   const kernels::Stream& stream, bool ordered) {
+  // Ordered on the stream (Note [Collectives ordered on a stream]): the collectives say so and
+  // the stream is not waited for; otherwise the caller has synchronised it.
+  auto sum = [&](void* buffer, std::size_t count, DataType type) {
+    Collective c = Collective::allreduce(buffer, count, type, ReduceOp::kSum, kind);
+    if (ordered) c.ready_on = &stream;
+    comm.run(c);
+  };
   const std::size_t count = payload.dense_count + plan.p_count();
   if (count > 0) {
     const bool half = plan.dense_wire == compressors::DenseWire::kFloat16;
-    comm.allreduce(half ? static_cast<void*>(payload.f16) : static_cast<void*>(payload.f32),
-                   count, half ? DataType::kFloat16 : DataType::kFloat32, ReduceOp::kSum, kind);
+    sum(half ? static_cast<void*>(payload.f16) : static_cast<void*>(payload.f32), count,
+        half ? DataType::kFloat16 : DataType::kFloat32);
   }
   if (plan.low_rank.empty()) return nullptr;
   // The second round (Note [PowerSGD]): this rank's Q of every low-rank tensor, summed.
   float* q = project(low_rank, bucket, plan, payload, stream);
-  stream.synchronize();
-  comm.allreduce(q, plan.q_count(), DataType::kFloat32, ReduceOp::kSum, kind);
+  if (!ordered) stream.synchronize();
+  sum(q, plan.q_count(), DataType::kFloat32);
   return q;
 }
 

@@ -18,7 +18,7 @@ class DenseRounds {
                         const compressors::BucketView& bucket,
                         const compressors::ExchangePlan& plan,
                         const compressors::EncodedBucket& payload, TrafficKind kind,
-                        const kernels::Stream& stream);
+                        const kernels::Stream& stream, bool ordered = false);
   // The same local work with nothing sent (BucketExchange::trial): this rank's Q from its own P,
   // then P Q^T back into the bucket.
   void local_only(compressors::LowRankRound* low_rank, const compressors::BucketView& bucket,

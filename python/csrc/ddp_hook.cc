@@ -1,6 +1,5 @@
 #include "ddp_hook.h"
 
-#include <sstream>
 #include <stdexcept>
 #include <utility>
 
@@ -11,6 +10,7 @@
 #include "plugin/config/registry.h"
 #include "plugin/config_check.h"
 #include "process_group_communicator.h"
+#include "saved_state.h"
 #include "settings.h"
 
 namespace gw::torch_bridge {
@@ -117,8 +117,9 @@ DdpHook::DdpHook(c10::intrusive_ptr<c10d::ProcessGroup> group, std::vector<std::
     throw config::ConfigError("momentum=" + std::to_string(momentum) +
                               ": dgc's momentum must lie in [0, 1)");
   }
-  comm_ = std::make_unique<CountingCommunicator>(
-      std::make_unique<ProcessGroupCommunicator>(std::move(group), device_));
+  auto on_group = std::make_unique<ProcessGroupCommunicator>(std::move(group), device_);
+  ProcessGroupCommunicator& group_comm = *on_group;
+  comm_ = std::make_unique<CountingCommunicator>(std::move(on_group));
   check_same_on_all_ranks(*comm_, config_.canonical() + "momentum=" + std::to_string(momentum) +
                                       "\nnesterov=" + (nesterov ? "1" : "0") + "\n" +
                                       layout_text(numels_, rows_));
@@ -126,6 +127,7 @@ DdpHook::DdpHook(c10::intrusive_ptr<c10d::ProcessGroup> group, std::vector<std::
   if (device_.is_cuda()) {
     stream_ = kernels::Stream::cuda(device_.has_index() ? device_.index() : -1);
     compressor_->set_stream(stream_);
+    group_comm.order_on(stream_);
   }
 }
 
@@ -221,29 +223,21 @@ std::vector<float> DdpHook::kept(std::int64_t p) const {
   return {};
 }
 
+// Note [Strings across the bridge]: the compressor's bytes come from the library as a string.
 std::string DdpHook::save_state() const {
-  std::ostringstream out;
-  out << "gradwire-ddp-hook 1\n" << compressor_->name() << "\n" << step_ << "\n";
-  compressor_->save_state(out);
-  return out.str();
+  return "gradwire-ddp-hook 1\n" + compressor_->name() + "\n" + std::to_string(step_) + "\n" +
+         compressors::state_bytes(*compressor_);
 }
 
 void DdpHook::load_state(const std::string& bytes) {
-  std::istringstream in(bytes);
-  std::string magic, name;
-  std::int64_t step = 0;
-  std::getline(in, magic);
-  std::getline(in, name);
-  in >> step;
-  in.get();
-  if (magic != "gradwire-ddp-hook 1" || !in) {
-    throw std::runtime_error("load_state_dict: not a gradwire DDP hook state");
-  }
+  const SavedState saved = split_saved_state(bytes, 3, "gradwire-ddp-hook 1", "DDP hook");
+  const std::int64_t step = saved_step(saved.lines[2], "DDP hook");
+  const std::string& name = saved.lines[1];
   if (name != compressor_->name()) {
     throw std::runtime_error("load_state_dict: the state is " + name + "'s, this hook runs " +
                              compressor_->name());
   }
-  compressor_->load_state(in);
+  compressors::load_state_bytes(*compressor_, saved.body);
   step_ = step;
   in_step_ = false;
 }

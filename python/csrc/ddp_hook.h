@@ -27,9 +27,11 @@
 // runs (so the process group orders its collectives on it:
 // Note [Collectives on a process group]) and makes the caller's stream wait for it after, as
 // DDP's own hooks order their work.
-// What the exchange reads on the host (a sparse part's counts) it reads as on gradwire's own GPU
-// path, synchronising that stream (Note [Compressors on a stream]). The results are the CPU
-// path's bit for bit: the kernels promise the host's arithmetic (tests/python/ddp_hook_cuda_test).
+// The process group's communicator says so (orders_on), so a dense bucket (none, fp16, powersgd's
+// rounds) runs without a host synchronisation (Note [Collectives ordered on a stream]); what a
+// sparse part reads on the host (its counts) still waits for the stream, as on gradwire's own GPU
+// path (Note [Compressors on a stream]). The results are the CPU path's bit for bit: the kernels
+// promise the host's arithmetic (tests/python/ddp_hook_cuda_test.py).
 #pragma once
 
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>

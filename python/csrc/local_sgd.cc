@@ -1,6 +1,5 @@
 #include "local_sgd.h"
 
-#include <sstream>
 #include <stdexcept>
 #include <utility>
 
@@ -10,6 +9,7 @@
 #include "plugin/config_check.h"
 #include "plugin/sync_settings.h"
 #include "process_group_communicator.h"
+#include "saved_state.h"
 #include "settings.h"
 
 namespace gw::torch_bridge {
@@ -86,24 +86,15 @@ std::uint64_t LocalSgd::parameter_bytes_sent() const {
   return comm_->counters()[TrafficKind::kParameter].sent_bytes;
 }
 
+// Note [Strings across the bridge]: the policy's bytes come from the library as a string.
 std::string LocalSgd::save_state() const {
-  std::ostringstream out;
-  out << "gradwire-local-sgd 1\n" << step_ << "\n";
-  policy_.save_state(out);
-  return out.str();
+  return "gradwire-local-sgd 1\n" + std::to_string(step_) + "\n" + policy_.state_bytes();
 }
 
 void LocalSgd::load_state(const std::string& bytes) {
-  std::istringstream in(bytes);
-  std::string magic;
-  std::int64_t step = 0;
-  std::getline(in, magic);
-  in >> step;
-  in.get();
-  if (magic != "gradwire-local-sgd 1" || !in) {
-    throw std::runtime_error("load_state_dict: not a gradwire LocalSGD state");
-  }
-  policy_.load_state(in);
+  const SavedState saved = split_saved_state(bytes, 2, "gradwire-local-sgd 1", "LocalSGD");
+  const std::int64_t step = saved_step(saved.lines[1], "LocalSGD");
+  policy_.load_state_bytes(saved.body);
   step_ = step;
 }
 

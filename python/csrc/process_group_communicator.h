@@ -25,6 +25,7 @@
 
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
+#include "kernels/stream.h"
 #include "plugin/comm/communicator.h"
 
 namespace gw::torch_bridge {
@@ -38,6 +39,13 @@ class ProcessGroupCommunicator final : public Communicator {
   int size() const override { return size_; }
   WorkHandle start(const Collective& c) override;
   void barrier() override;
+  // The caller makes `stream` the current CUDA stream around every collective it starts here
+  // (the hook does: Note [The DDP hook on a GPU]), so collectives ready on it are ordered on it
+  // (Note [Collectives ordered on a stream]). `stream` must outlive this communicator.
+  void order_on(const kernels::Stream& stream) { ordered_ = &stream; }
+  bool orders_on(const kernels::Stream& stream) const override {
+    return ordered_ != nullptr && *ordered_ == stream && !stream.is_host();
+  }
 
  private:
   WorkHandle run_on_device(const Collective& c);
@@ -47,6 +55,7 @@ class ProcessGroupCommunicator final : public Communicator {
   bool staged(const Collective& c) const;
   c10::intrusive_ptr<c10d::ProcessGroup> group_;
   c10::Device device_;
+  const kernels::Stream* ordered_ = nullptr;
   int rank_ = 0;
   int size_ = 1;
 };

@@ -11,9 +11,12 @@ keeps per parameter (the residual, DGC's accumulated velocity: the same indices 
 as Note [The DDP hook on a GPU] promises; a CUDA hook saved and loaded into a new one continues
 exactly. Exits 77 (CTest: skipped) without torch, the extension, or a CUDA device.
 """
+import faulthandler
 import os
 import sys
 import tempfile
+
+faulthandler.enable()  # a crash in the extension prints the Python stack that reached it
 
 try:
     import torch

@@ -8,10 +8,13 @@ in RANKS processes that share a FileStore; every rank checks and a failure on an
 test (torch.multiprocessing re-raises it).
 """
 import datetime
+import faulthandler
 import os
 import sys
 import tempfile
 import traceback
+
+faulthandler.enable()  # a crash in the extension prints the Python stack that reached it
 
 try:
     import torch
