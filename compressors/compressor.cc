@@ -1,9 +1,21 @@
 #include "compressors/compressor.h"
 
+#include <sstream>
 
 #include "kernels/elementwise.h"
 
 namespace gw::compressors {
+
+std::string state_bytes(const Compressor& compressor) {
+  std::ostringstream out;
+  compressor.save_state(out);
+  return out.str();
+}
+
+void load_state_bytes(Compressor& compressor, const std::string& bytes) {
+  std::istringstream in(bytes);
+  compressor.load_state(in);
+}
 
 void decode_dense(const BucketView& bucket, const ExchangePlan& plan, const EncodedBucket& reduced,
                   const kernels::Stream& stream) {

@@ -113,6 +113,12 @@ class Compressor {
   kernels::Stream stream_ = kernels::Stream::host();
 };
 
+// The compressor's save_state as bytes, and load_state from them: for callers built apart from
+// this library (the PyTorch bridge, python/csrc), which hand strings across rather than standard
+// streams (Note [Strings across the bridge], python/csrc/ddp_hook.h).
+std::string state_bytes(const Compressor& compressor);
+void load_state_bytes(Compressor& compressor, const std::string& bytes);
+
 // After the dense allreduce: writes the reduced dense part back into the bucket's dense tensors
 // (nothing to do when the exchange ran in place; fp16 is cast back to fp32), on `stream`.
 void decode_dense(const BucketView& bucket, const ExchangePlan& plan, const EncodedBucket& reduced,

@@ -6,6 +6,7 @@
 #include <istream>
 #include <iterator>
 #include <ostream>
+#include <sstream>
 #include <stdexcept>
 
 #include "common/binary_stream.h"
@@ -207,6 +208,17 @@ void SyncPolicy::load_state(std::istream& in) {
   has_reference_ = has_reference == 1;
   loss_0_ = loss_0;
   lr_0_ = lr_0;
+}
+
+std::string SyncPolicy::state_bytes() const {
+  std::ostringstream out;
+  save_state(out);
+  return out.str();
+}
+
+void SyncPolicy::load_state_bytes(const std::string& bytes) {
+  std::istringstream in(bytes);
+  load_state(in);
 }
 
 }  // namespace gw::sync_policies

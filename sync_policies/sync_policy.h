@@ -101,6 +101,10 @@ class SyncPolicy {
   // std::runtime_error, leaving the policy unchanged, on a stream from another mode or options.
   void save_state(std::ostream& out) const;
   void load_state(std::istream& in);
+  // The same as bytes, for callers built apart from this library (the PyTorch bridge:
+  // Note [Strings across the bridge]).
+  std::string state_bytes() const;
+  void load_state_bytes(const std::string& bytes);
 
  private:
   SyncOptions options_;
