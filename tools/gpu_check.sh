@@ -12,7 +12,8 @@
 # number of cores), CUDAARCHS (default: this GPU's compute capability), GPU_CHECK_BENCH_SECONDS
 # (each benchmark's time limit, 600), GPU_CHECK_CTEST_JOBS (GPU tests at once, 1),
 # GPU_CHECK_TESTS (only the GPU tests matching this ctest -R expression), GPU_CHECK_BENCHES (none
-# skips the benchmarks), GPU_CHECK_COMMIT (the report's commit, where the tree copied to a GPU
+# skips the benchmarks), GPU_CHECK_TARGETS (build only these CMake targets, space-separated: a short
+# visit's tests need theirs alone), GPU_CHECK_COMMIT (the report's commit, where the tree copied to a GPU
 # machine is not that commit's checkout; not GRADWIRE_*, which gradwire's programs reject when
 # they do not know it).
 #
@@ -256,8 +257,10 @@ configure_and_build() {
   grep -q 'gradwire: CUDA 1' "$GPU_OUT/configure.log" || { log "gpu-check: CMake found no CUDA" \
     "compiler, so this build has no GPU code: put nvcc on PATH or set CUDACXX; nothing was" \
     "tested"; exit 1; }
-  log "gpu-check: build ($JOBS jobs)"
-  cmake --build "$GPU_BUILD_DIR" -j "$JOBS" 2>&1 | tee "$GPU_OUT/build.log" ||
+  local targets=()
+  [ -z "${GPU_CHECK_TARGETS:-}" ] || read -r -a targets <<<"--target $GPU_CHECK_TARGETS"
+  log "gpu-check: build ($JOBS jobs${GPU_CHECK_TARGETS:+; only $GPU_CHECK_TARGETS})"
+  cmake --build "$GPU_BUILD_DIR" -j "$JOBS" "${targets[@]}" 2>&1 | tee "$GPU_OUT/build.log" ||
     { log "gpu-check: the build failed ($GPU_OUT/build.log); nothing was tested"; exit 1; }
 }
 
