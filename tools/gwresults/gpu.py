@@ -2,7 +2,7 @@
 
 from . import inputs
 from .fmt import ratio, table, verdict
-from .inputs import GPU_REPORTS
+from .inputs import GPU_BENCHES, GPU_REPORTS
 
 
 def gpu_reports():
@@ -63,5 +63,30 @@ def render_gpu():
                              f"{verdict(a['targets']['ratio_at_or_above_16MB_met'])}"])
         if rows:
             out += [""] + table(["benchmark figure", "value", "detail"], rows)
+        if benches.get("ddp_hooks_cuda"):
+            out += [""] + ddp_hooks_table(benches["ddp_hooks_cuda"])
         out += [""]
+    for rel, h in inputs.json_files(GPU_BENCHES):
+        out += [f"### {h['device_name']}: DDP hooks at commit {h['commit'][:7]}", "",
+                f"`{rel}` (`{h['command']}`), outside a gpu-check run; "
+                f"{h['note']}", ""] + ddp_hooks_table(h) + [""]
     return out
+
+
+def ddp_hooks_table(h):
+    """benchmarks/pytorch/bench_ddp_hooks.py's report: the time each hook adds to a step."""
+    rows = []
+    for name, v in h["variants"].items():
+        calls = h.get("profile", {}).get(name, {}).get("runtime_calls_per_step", {})
+        syncs = sum(calls.get(k, 0) for k in ("cudaStreamSynchronize", "cudaDeviceSynchronize",
+                                              "cudaEventSynchronize"))
+        rows.append([f"`{name}`", f"{v['ms_per_step']:.3f}", f"{v['added_ms']:.3f}",
+                     f"{v['floor_ms']:.4f}",
+                     f"{syncs:.1f} syncs, {calls.get('cudaMalloc', 0):.0f} cudaMalloc, "
+                     f"{calls.get('cudaLaunchKernel', 0):.0f} launches" if calls else ""])
+    verdicts = ", ".join(f"{k}: {verdict(x)}" for k, x in sorted(h.get("verdicts", {}).items()))
+    return ([f"DDP communication hooks, 1 rank, the reference MLP at batch {h['batch']} "
+             f"(torch {h['torch']}; copy bandwidth {h['copy_bandwidth_gbps']:.0f} GB/s; "
+             f"{verdicts}):", ""] +
+            table(["hook", "ms per step", "added ms", "floor ms", "CUDA runtime calls per step"],
+                  rows))

@@ -11,6 +11,8 @@ REPORTS = "results/reports"
 LOWBAND = "results/lowband/report.json"
 LOWBAND_RUNS = "results/lowband/runs"  # further harness reports, one folder each
 GPU_REPORTS = "results/gpu"
+# Benchmarks run on a GPU outside a gpu-check report (a short visit's), with their command.
+GPU_BENCHES = "results/gpu/benches"
 TIMINGS = "results/timings"  # demo's phases and CI's stages (tools/phase_times.py)
 RESULTS = "docs/RESULTS.md"
 README = "README.md"
