@@ -8,7 +8,10 @@
 // on the mode: strings, vectors, maps of strings, gradwire's own classes. A standard stream never
 // crosses: the library makes and reads the streams of its save_state/load_state itself
 // (compressors::state_bytes, SyncPolicy::state_bytes), and the bridge splits its header lines off
-// a string here.
+// a string here. Seen on an H200 machine (GCC 13.3, torch 2.11, Python 3.12), 2026-11-30: with
+// the bridge's std::ostringstream handed to the library, every state_dict() or load_state_dict()
+// of the hook ended the process with SIGSEGV; with strings, the same tests passed there
+// (results/gpu/2026-11-30_NVIDIA_H200_f24f087.json, then _686c9c0). GCC 12 here never showed it.
 #pragma once
 
 #include <cstddef>
