@@ -2,8 +2,14 @@
 // function is one checked runtime call (Note [Streams]).
 #include <cuda_runtime.h>
 
+#include <cstdint>
+#include <limits>
+#include <mutex>
+#include <vector>
+
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/runtime_cuda.h"
+#include "kernels/thrust/cuda_policy.h"
 
 namespace gw::kernels {
 
@@ -140,6 +146,54 @@ int pointer_device_ordinal(const void* p) noexcept {
     return -1;
   }
   return attributes.device;
+}
+
+namespace {
+
+// Whether the current device's default memory pool serves Thrust's temporaries
+// (Note [Thrust's temporaries on the stream]); asked of CUDA once per device.
+bool memory_pool_ready() {
+  int device = 0;
+  GW_CUDA_CHECK(cudaGetDevice(&device));
+  static std::mutex mutex;
+  static std::vector<signed char> ready;  // per device: -1 not asked yet, 0 no, 1 yes
+  std::lock_guard<std::mutex> lock(mutex);
+  if (static_cast<std::size_t>(device) >= ready.size()) ready.resize(device + 1, -1);
+  if (ready[device] < 0) {
+    int supported = 0;
+    GW_CUDA_CHECK(cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, device));
+    if (supported) {
+      cudaMemPool_t pool = nullptr;
+      GW_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+      std::uint64_t keep = std::numeric_limits<std::uint64_t>::max();
+      GW_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+    }
+    ready[device] = supported ? 1 : 0;
+  }
+  return ready[device] == 1;
+}
+
+}  // namespace
+
+StreamTemporaries::StreamTemporaries(cudaStream_t stream)
+    : stream_(stream), pooled_(memory_pool_ready()) {}
+
+char* StreamTemporaries::allocate(std::ptrdiff_t bytes) {
+  void* p = nullptr;
+  if (pooled_) {
+    GW_CUDA_CHECK(cudaMallocAsync(&p, static_cast<std::size_t>(bytes), stream_));
+  } else {
+    GW_CUDA_CHECK(cudaMalloc(&p, static_cast<std::size_t>(bytes)));
+  }
+  return static_cast<char*>(p);
+}
+
+void StreamTemporaries::deallocate(char* p, std::size_t) noexcept {
+  if (pooled_) {
+    cudaFreeAsync(p, stream_);
+  } else {
+    cudaFree(p);
+  }
 }
 
 }  // namespace cuda
