@@ -5,8 +5,8 @@
 
 #include <cuda_runtime.h>
 
-#include <cstddef>
 #include <thrust/execution_policy.h>
+#include <cstddef>
 
 namespace gw::kernels::cuda {
 
