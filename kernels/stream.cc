@@ -11,6 +11,7 @@ namespace gw::kernels {
 
 namespace {
 constexpr std::size_t kHostAlignment = 64;
+std::atomic<std::uint64_t> synchronize_count{0};
 }  // namespace
 
 Stream Stream::host() { return Stream(nullptr); }
@@ -21,7 +22,12 @@ int Stream::cuda_device() const { return impl_ ? impl_->device : -1; }
 
 void* Stream::native() const { return impl_ ? impl_->stream : nullptr; }
 
+std::uint64_t Stream::synchronize_calls() {
+  return synchronize_count.load(std::memory_order_relaxed);
+}
+
 void Stream::synchronize() const {
+  synchronize_count.fetch_add(1, std::memory_order_relaxed);
   if (impl_) cuda::stream_synchronize(*impl_);
 }
 

@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <utility>
 
@@ -37,6 +38,9 @@ class Stream {
   void* native() const;
   // Blocks until everything enqueued so far has finished (nothing to wait for on the host).
   void synchronize() const;
+  // How many times synchronize() was called on any Stream of this process, the host's included:
+  // a test counts a path's waits with it, on any machine (Note [Collectives ordered on a stream]).
+  static std::uint64_t synchronize_calls();
   // Makes the stream's device the calling thread's current device (nothing on the host); CUDA
   // calls outside kernels/ that need the right device (NCCL, cudaMalloc) call this first.
   void make_current() const;
