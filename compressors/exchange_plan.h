@@ -16,8 +16,24 @@ enum class DenseWire { kFloat32, kFloat16 };
 enum class SparseWire { kPairs, kCompact };
 
 // How a bucket's sparse part is summed over the ranks: every rank's whole message to every rank
-// (an allgatherv), or by split (Note [Sparse allreduce by split]).
-enum class SparseAlgo { kAllgather, kSplit };
+// (an allgatherv, its lengths first), the same in one round of padded blocks
+// (Note [Sparse allgather in one round]), or by split (Note [Sparse allreduce by split]).
+enum class SparseAlgo { kAllgather, kSplit, kPadded };
+
+// Note [Sparse allgather in one round]
+// The allgatherv takes two rounds: every rank's message length, then the messages. Each round
+// costs a latency (the harness measured about 3.5 ms per tiny Gloo allgather with 4 ranks on 2
+// cores, as much as the whole step's link time at 100 Mbit/s), so `padded` sends one: every rank
+// sends a block of 1 + W words, its message length L in the first word, then its L words, then
+// zeros; W is padded_message_words(bucket, plan), the most words a message of this plan can take,
+// known to every rank from the plan alone (Note [Plans agree across ranks]). On the pairs wire
+// that is 1 + 2k per tensor, what a rank selecting its full k sends anyway; on the compact wire it
+// is the most a segment can take with every index below the tensor's size (gaps add up to less
+// than the size, which caps the gap widths: wire_most_words), a few percent above what is
+// typical. The receivers check each L against W before reading a block (a PayloadError naming the
+// sender otherwise), then check and sum the messages exactly as after the allgatherv: the same
+// messages summed in the same order, so the result is the allgatherv's bit for bit. The counters
+// count the padded blocks: what moved.
 
 // Note [Sparse allreduce by split]
 // The allgatherv sends each rank's k pairs to every other rank: k (n - 1) per rank, growing with

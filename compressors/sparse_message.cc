@@ -152,6 +152,43 @@ std::size_t max_message_words(const ExchangePlan& plan) {
   return words;
 }
 
+std::size_t compact_segment_most_words(std::size_t count, std::size_t numel) {
+  if (count == 0) return 2;
+  // A segment is 2 + ceil(nb / 4) + sum over blocks of ceil(n_b w_b / 32) + ceil(n_b / 2)
+  // (Note [Compact sparse wire]); with n_b <= 32 the gap words of a block are at most w_b.
+  // Every term grows with the count and the size, so the bound at (count, numel) holds for fewer
+  // pairs too. A block's gaps need w bits only if its largest gap is at least 2^(w - 1), and the
+  // gaps of a segment add up to less than numel (they are the indices' distances): the budget
+  // numel shared by nb blocks. Raising one block from width w to w + 1 costs 2^(w - 1) of it (1
+  // for 0 to 1), costs that never fall as w grows, so an even spread of the widths gives the
+  // largest total: every block at the largest w with nb 2^(w - 1) <= numel, and as many as the
+  // rest affords one bit wider.
+  const std::size_t blocks = kernels::wire_blocks(count);
+  const std::size_t budget = numel;
+  std::size_t widths = 0;
+  if (budget < blocks) {
+    widths = budget;  // that many blocks with a largest gap of 1
+  } else {
+    std::size_t w = 1;
+    while (w < 32 && blocks * (std::size_t{1} << w) <= budget) ++w;
+    const std::size_t cost = std::size_t{1} << (w - 1);
+    const std::size_t wider = w < 32 ? std::min(blocks, (budget - blocks * cost) / cost) : 0;
+    widths = blocks * w + wider;
+  }
+  const std::size_t values = kernels::kWireBlockPairs / 2 * (count / kernels::kWireBlockPairs) +
+                             (count % kernels::kWireBlockPairs + 1) / 2;
+  return std::min(2 + (blocks + 3) / 4 + widths + values, kernels::wire_max_words(count));
+}
+
+std::size_t padded_message_words(const BucketView& bucket, const ExchangePlan& plan) {
+  if (plan.sparse_wire != SparseWire::kCompact) return max_message_words(plan);
+  std::size_t words = 0;
+  for (std::size_t j = 0; j < plan.sparse.size(); ++j) {
+    words += compact_segment_most_words(plan.k[j], bucket.tensors[plan.sparse[j]].numel);
+  }
+  return words;
+}
+
 void check_message_sizes(const BucketView& bucket, const ExchangePlan& plan,
                          const std::vector<std::int64_t>& announced,
                          std::vector<std::size_t>& words_per_rank,

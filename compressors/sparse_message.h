@@ -63,6 +63,13 @@ class SparseMessageWriter {
 // The most words a message for `plan` can have.
 std::size_t max_message_words(const ExchangePlan& plan);
 
+// The most words the compact segment of at most `count` pairs can take when every index is below
+// `numel` (Note [Sparse allgather in one round]); never above kernels::wire_max_words(count).
+std::size_t compact_segment_most_words(std::size_t count, std::size_t numel);
+// The most words a message for `plan` over `bucket` can take, known from the plan and the layout
+// alone: the room of a padded block (Note [Sparse allgather in one round]).
+std::size_t padded_message_words(const BucketView& bucket, const ExchangePlan& plan);
+
 // Checks the message lengths every rank announced (before anything is received) against the most
 // the plan allows, and writes them to words_per_rank; throws PayloadError naming the sender: entry
 // r's is rank r, or senders[r] where given.

@@ -48,7 +48,9 @@ void SparsifyingCompressor::plan_into(const BucketView& bucket, int world_size,
   const bool split =
       options_.algo == SparsifyOptions::Algo::kSplit ||
       (options_.algo == SparsifyOptions::Algo::kAuto && world_size >= kSplitFromRanks);
-  plan.sparse_algo = split ? SparseAlgo::kSplit : SparseAlgo::kAllgather;
+  plan.sparse_algo = split                                             ? SparseAlgo::kSplit
+                     : options_.algo == SparsifyOptions::Algo::kPadded ? SparseAlgo::kPadded
+                                                                       : SparseAlgo::kAllgather;
   const bool compressing = schedule_.compressing(step_);
   const double sparsity = compressing ? schedule_.sparsity(step_) : 0.0;
   // Per tensor, so that buckets do not change the result

@@ -22,8 +22,9 @@ struct SparsifyOptions {
   std::size_t min_k = 256;                 // GRADWIRE_DGC_MIN_K
   SparseWire wire = SparseWire::kCompact;  // GRADWIRE_SPARSE_WIRE
   // GRADWIRE_SPARSE_ALGO: auto picks split from kSplitFromRanks ranks on
-  // (Note [Sparse allreduce by split]); a set value holds at every world size.
-  enum class Algo { kAuto, kAllgather, kSplit } algo = Algo::kAuto;
+  // (Note [Sparse allreduce by split]); a set value holds at every world size. kPadded: the
+  // allgather in one round (Note [Sparse allgather in one round]).
+  enum class Algo { kAuto, kAllgather, kSplit, kPadded } algo = Algo::kAuto;
   // Test-only: false keeps the sparse exchange even where a dense one would move fewer bytes, so
   // tests can drive the sparse path at sparsity 0.
   bool dense_fallback = true;

@@ -43,6 +43,7 @@ CompressorSettings read_compressor_settings(const config::Config& config) {
   using Algo = compressors::SparsifyOptions::Algo;
   s.sparsify.algo = algo == "split"       ? Algo::kSplit
                     : algo == "allgather" ? Algo::kAllgather
+                    : algo == "padded"    ? Algo::kPadded
                                           : Algo::kAuto;
   s.powersgd.rank = static_cast<std::size_t>(config.get_int(keys::kPowerSgdRank));
   s.powersgd.start_step = config.get_int(keys::kPowerSgdStartStep);

@@ -22,7 +22,14 @@ exchange::SparseExchange& BucketExchange::split_for(Communicator& comm) {
 exchange::SparseExchange* BucketExchange::sparse_for(Communicator& comm,
                                                      const compressors::ExchangePlan& plan) {
   if (plan.sparse.empty()) return nullptr;
-  if (plan.sparse_algo != compressors::SparseAlgo::kSplit) return &allgather_;
+  switch (plan.sparse_algo) {
+    case compressors::SparseAlgo::kAllgather:
+      return &allgather_;
+    case compressors::SparseAlgo::kPadded:
+      return &padded_;
+    case compressors::SparseAlgo::kSplit:
+      break;
+  }
   return &split_for(comm);
 }
 

@@ -81,6 +81,7 @@ class BucketExchange {
   compressors::BucketPayload payload_;
   exchange::DenseRounds dense_;
   exchange::SparseAllgather allgather_;
+  exchange::SparsePadded padded_;
   exchange::SparseSplit split_;
   std::unique_ptr<exchange::TwoLevelSplit> two_level_;  // made on a communicator's first use
 };

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -173,6 +176,83 @@ TEST(SparseMessage, CompactWireSumsOverRanksInFp16) {
                                        0,  0, 0,  0, 0, 0,  0, 0, 0, 18,  // 9 + 9 in fp16
                                        -1, 0, -3, 0, 0, -12};
   EXPECT_EQ(c.storage, expected);
+}
+
+// Note [Sparse allgather in one round]: a padded block's room. The compact bound holds for the
+// widest gaps a tensor allows (every block's largest gap spread as evenly as the size affords),
+// for random selections of every count up to k, and stays within 15% of a random selection's
+// length at DGC's densities (what a padded block adds to the allgatherv's bytes).
+TEST(SparseMessage, CompactSegmentBoundHoldsForTheWidestGapsAndIsTight) {
+  std::mt19937 rng(7);
+  auto length = [](const std::vector<std::uint32_t>& indices, std::size_t numel) {
+    const std::vector<float> v(numel, 1.5f);
+    SparseMessageWriter w;
+    w.append(indices.data(), indices.size(), v.data(), kernels::Stream::host(),
+             SparseWire::kCompact);
+    return w.size();
+  };
+  auto random_selection = [&](std::size_t c, std::size_t numel) {
+    std::vector<std::uint32_t> all(numel);
+    std::iota(all.begin(), all.end(), 0u);
+    std::vector<std::uint32_t> out;
+    std::sample(all.begin(), all.end(), std::back_inserter(out), c, rng);
+    return out;  // ascending: sample keeps the order
+  };
+  // c pairs whose blocks' first gaps take the whole budget numel - c, spread evenly in powers
+  // of two (the widths the bound's argument maximises), the other gaps 0.
+  auto widest = [](std::size_t c, std::size_t numel) {
+    const std::size_t blocks = kernels::wire_blocks(c), budget = numel - c;
+    std::vector<std::size_t> gap(blocks, 0);
+    if (budget < blocks) {
+      for (std::size_t b = 0; b < budget; ++b) gap[b] = 1;
+    } else {
+      std::size_t w = 1;
+      while (w < 32 && blocks * (std::size_t{1} << w) <= budget) ++w;
+      const std::size_t cost = std::size_t{1} << (w - 1);
+      std::size_t left = budget - blocks * cost;
+      for (std::size_t b = 0; b < blocks; ++b) {
+        gap[b] = cost;
+        if (w < 32 && left >= cost) {
+          gap[b] = 2 * cost;
+          left -= cost;
+        }
+      }
+    }
+    std::vector<std::uint32_t> out;
+    std::int64_t at = -1;
+    for (std::size_t j = 0; j < c; ++j) {
+      at += 1 + static_cast<std::int64_t>(
+                    j % kernels::kWireBlockPairs == 0 ? gap[j / kernels::kWireBlockPairs] : 0);
+      out.push_back(static_cast<std::uint32_t>(at));
+    }
+    EXPECT_LE(at + 1, static_cast<std::int64_t>(numel));  // every index below numel
+    return out;
+  };
+  const std::vector<std::pair<std::size_t, std::size_t>> cases = {
+      {1, 1},      {10, 10},    {33, 7},       {100, 64},     {512, 256},
+      {1024, 256}, {5120, 256}, {524288, 525}, {802816, 803}, {1u << 22, 4195}};
+  for (const auto& [numel, k] : cases) {
+    const std::size_t bound = compact_segment_most_words(k, numel);
+    EXPECT_LE(bound, kernels::wire_max_words(k));
+    for (std::size_t c : {std::size_t{0}, std::size_t{1}, k / 3, k - k / 7, k}) {
+      EXPECT_LE(length(widest(c, numel), numel), bound) << numel << " " << k << " " << c;
+      for (int trial = 0; trial < 3; ++trial) {
+        EXPECT_LE(length(random_selection(c, numel), numel), bound)
+            << numel << " " << k << " " << c;
+      }
+    }
+    if (numel >= 100 * k) {
+      const std::size_t typical = length(random_selection(k, numel), numel);
+      EXPECT_LE(static_cast<double>(bound), 1.15 * static_cast<double>(typical))
+          << numel << " " << k << ": the bound pads too much";
+    }
+  }
+  // The pairs wire needs no bound: a rank selecting its k sends 1 + 2k words per tensor.
+  TwoTensorCase c;
+  EXPECT_EQ(padded_message_words(c.bucket, c.plan), max_message_words(c.plan));
+  c.plan.sparse_wire = SparseWire::kCompact;
+  EXPECT_EQ(padded_message_words(c.bucket, c.plan),
+            compact_segment_most_words(2, 10) + compact_segment_most_words(3, 6));
 }
 
 TEST(SparseMessage, CompactWireRejectsEveryFlawNamingTheRank) {

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "compressors/sparse_message.h"
+#include "compressors/sparsity_schedule.h"
 #include "plugin_test_util.h"
 #include "reference_trainer/optim/adam.h"
 #include "reference_trainer/optim/sgd.h"
@@ -51,7 +52,7 @@ TEST(Compression, DgcAtSparsityZeroWithoutMaskingEqualsDenseMomentumSgd) {
   const auto comm = world();
   const int rank = comm->rank();
   // The split keeps everything at sparsity 0 (ceil(k / n) covers each range), so it too is dense.
-  for (const char* algo : {"allgather", "split"}) {
+  for (const char* algo : {"allgather", "padded", "split"}) {
     for (bool nesterov : {false, true}) {
       for (bool fallback : {true, false}) {  // the dense fallback, then the sparse path forced
         Model dense_model, dgc_model;
@@ -160,6 +161,54 @@ TEST(Compression, DgcSendsAboutKPairsAndReportsTheRatio) {
             CountingCommunicator::allreduce_bytes(3040, 4, comm->rank(), n));
 }
 
+// Note [Sparse allgather in one round]: padded gives the allgatherv's parameters bit for bit, on
+// both wires, in one gradient collective per sparse bucket and no control round, and sends the
+// padded blocks, no more.
+TEST(Compression, PaddedAllgatherEqualsTheAllgathervInOneRound) {
+  const auto comm = world();
+  const int n = comm->size();
+  for (const char* wire : {"pairs", "compact"}) {
+    Model a_model, p_model;
+    auto options = [&](const char* algo) {
+      return settings({{keys::kCompressor, "dgc"},
+                       {keys::kDgcSparsity, "0.99"},
+                       {keys::kSparseWire, wire},
+                       {keys::kSparseAlgo, algo}});
+    };
+    DistributedOptimizer a(comm, momentum_sgd(), a_model.specs(), options("allgather"));
+    auto padded_comm = std::make_shared<CountingCommunicator>(make_mpi_world_communicator());
+    DistributedOptimizer p(padded_comm, momentum_sgd(), p_model.specs(), options("padded"));
+    const auto control = padded_comm->counters()[TrafficKind::kControl];
+    const auto gradient = padded_comm->counters()[TrafficKind::kGradient];
+    for (int step = 0; step < 20; ++step) {
+      a_model.gradients(a, comm->rank(), step);
+      a.step();
+      p_model.gradients(p, comm->rank(), step);
+      p.step();
+    }
+    EXPECT_EQ(p_model.big, a_model.big) << wire;
+    EXPECT_EQ(p_model.small, a_model.small) << wire;
+    if (n == 1) continue;
+    const auto c = padded_comm->counters()[TrafficKind::kControl];
+    const auto g = padded_comm->counters()[TrafficKind::kGradient];
+    EXPECT_EQ(c.calls - control.calls, 0u) << wire << ": padded runs no count round";
+    // Per step: the small tensor's allreduce and one padded allgather of the big one.
+    EXPECT_EQ(g.calls - gradient.calls, 20u * 2) << wire;
+    compressors::ExchangePlan plan;
+    plan.sparse_wire = std::string(wire) == "compact" ? compressors::SparseWire::kCompact
+                                                      : compressors::SparseWire::kPairs;
+    compressors::BucketView big;
+    big.tensors.push_back({0, 0, a_model.big.size()});
+    big.numel = a_model.big.size();
+    plan.sparse = {0};
+    plan.k = {compressors::sparse_count(a_model.big.size(), 0.99)};
+    const std::uint64_t block = 4 * (1 + compressors::padded_message_words(big, plan));
+    const std::uint64_t small =
+        CountingCommunicator::allreduce_bytes(a_model.small.size(), 4, comm->rank(), n);
+    EXPECT_EQ(g.sent_bytes - gradient.sent_bytes, 20 * (small + (n - 1) * block)) << wire;
+  }
+}
+
 TEST(Compression, Fp16SendsExactlyHalfTheBytesOfNone) {
   const auto comm = world();
   Model a, b;
@@ -188,8 +237,10 @@ TEST(Compression, Fp16SendsExactlyHalfTheBytesOfNone) {
 class CorruptingCommunicator : public Communicator {
  public:
   enum class What { kIndex, kDuplicateIndex, kLength };
-  CorruptingCommunicator(std::unique_ptr<Communicator> inner, What what)
-      : inner_(std::move(inner)), what_(what) {}
+  // padded: the sparse messages arrive in padded blocks, each after its length word
+  // (Note [Sparse allgather in one round]).
+  CorruptingCommunicator(std::unique_ptr<Communicator> inner, What what, bool padded = false)
+      : inner_(std::move(inner)), what_(what), skip_(padded ? 1 : 0) {}
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }
   WorkHandle start(const Collective& c) override {
@@ -208,12 +259,16 @@ class CorruptingCommunicator : public Communicator {
     const TrafficKind k = c.kind;
     const std::vector<std::size_t>& rc = c.recv_counts;
     if (t == DataType::kInt32 && k == TrafficKind::kGradient && what_ == What::kIndex) {
-      auto* words = static_cast<std::uint32_t*>(c.recv);
+      auto* words = static_cast<std::uint32_t*>(c.recv) + skip_;
       words[rc[0] + 1] = 123456789;  // rank 1's first index
     }
     if (t == DataType::kInt32 && k == TrafficKind::kGradient && what_ == What::kDuplicateIndex) {
-      auto* words = static_cast<std::uint32_t*>(c.recv);
+      auto* words = static_cast<std::uint32_t*>(c.recv) + skip_;
       words[rc[0] + 3] = words[rc[0] + 1];  // rank 1's second index := its first
+    }
+    if (t == DataType::kInt32 && k == TrafficKind::kGradient && what_ == What::kLength &&
+        skip_ != 0 && armed) {
+      static_cast<std::uint32_t*>(c.recv)[rc[0]] += 1000000;  // rank 1's block's length
     }
     if (t == DataType::kInt64 && k == TrafficKind::kControl && what_ == What::kLength &&
         rc[0] == 1 && armed) {
@@ -236,16 +291,17 @@ class CorruptingCommunicator : public Communicator {
 
   std::unique_ptr<Communicator> inner_;
   What what_;
+  std::size_t skip_;
 };
 
 TEST(Compression, AMalformedPeerPayloadIsAnErrorNamingTheSenderOnEveryRank) {
   if (world()->size() < 2) GTEST_SKIP() << "needs a peer";
   using What = CorruptingCommunicator::What;
   // Under split a bad index is caught in its first step (the alltoallv) and the rest in its last.
-  for (const char* algo : {"allgather", "split"})
+  for (const char* algo : {"allgather", "padded", "split"})
     for (auto what : {What::kIndex, What::kDuplicateIndex, What::kLength}) {
-      auto corrupting =
-          std::make_unique<CorruptingCommunicator>(make_mpi_world_communicator(), what);
+      auto corrupting = std::make_unique<CorruptingCommunicator>(
+          make_mpi_world_communicator(), what, std::string(algo) == "padded");
       CorruptingCommunicator* handle = corrupting.get();
       auto comm = std::make_shared<CountingCommunicator>(std::move(corrupting));
       Model model;
