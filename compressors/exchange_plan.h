@@ -12,8 +12,14 @@ namespace gw::compressors {
 enum class DenseWire { kFloat32, kFloat16 };
 
 // How a bucket's sparse part travels: (index, fp32 value) pairs (Note [Sparse message format]) or
-// the compact wire (Note [Compact sparse wire], kernels/sparse_wire.h).
-enum class SparseWire { kPairs, kCompact };
+// the compact wire (Note [Compact sparse wire], kernels/sparse_wire.h) with binary16 values, or
+// with 4-bit or 2-bit values and a scale per block (Note [Low-bit wire values]).
+enum class SparseWire { kPairs, kCompact, kCompact4, kCompact2 };
+inline bool is_compact(SparseWire wire) { return wire != SparseWire::kPairs; }
+// The bits a value takes on a compact wire (kernels::encode_wire's value_bits).
+inline unsigned wire_value_bits(SparseWire wire) {
+  return wire == SparseWire::kCompact4 ? 4u : wire == SparseWire::kCompact2 ? 2u : 16u;
+}
 
 // How a bucket's sparse part is summed over the ranks: every rank's whole message to every rank
 // (an allgatherv, its lengths first), the same in one round of padded blocks

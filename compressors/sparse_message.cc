@@ -70,10 +70,11 @@ Segment check_pairs_segment(const std::uint32_t* msg, std::size_t left, std::siz
 // A compact segment (Note [Compact sparse wire]) at msg[0..left), left >= 1, checked and decoded
 // to `decoded` (room for 2k words).
 Segment decode_compact_segment(const std::uint32_t* msg, std::size_t left, std::size_t k,
-                               const TensorSlot& t, std::uint32_t* decoded, std::uint64_t* scratch,
-                               int rank, const BucketView& bucket, const kernels::Stream& stream) {
-  const kernels::WireCheck check =
-      kernels::decode_wire(msg, left, t.numel, k, false, decoded, scratch, stream);
+                               const TensorSlot& t, SparseWire wire, std::uint32_t* decoded,
+                               std::uint64_t* scratch, int rank, const BucketView& bucket,
+                               const kernels::Stream& stream) {
+  const kernels::WireCheck check = kernels::decode_wire(msg, left, t.numel, k, false, decoded,
+                                                        scratch, stream, wire_value_bits(wire));
   switch (check.problem) {
     case kernels::WireProblem::kNone:
       return {decoded, check.pairs, check.words};
@@ -122,10 +123,12 @@ void SparseMessageWriter::reserve(std::size_t words, const kernels::Stream& stre
 void SparseMessageWriter::append(const std::uint32_t* indices, std::size_t count,
                                  const float* tensor, const kernels::Stream& stream,
                                  SparseWire wire) {
-  if (wire == SparseWire::kCompact) {
-    reserve(size_ + kernels::wire_max_words(count), stream);
+  if (is_compact(wire)) {
+    const unsigned bits = wire_value_bits(wire);
+    reserve(size_ + kernels::wire_max_words(count, bits), stream);
     std::uint64_t* scratch = scratch_.reserve_discard(kernels::wire_scratch(count), stream_);
-    size_ += kernels::encode_wire(indices, count, tensor, words_.data() + size_, scratch, stream_);
+    size_ +=
+        kernels::encode_wire(indices, count, tensor, words_.data() + size_, scratch, stream_, bits);
     return;
   }
   reserve(size_ + 1 + 2 * count, stream);
@@ -147,14 +150,16 @@ std::vector<std::uint32_t> SparseMessageWriter::words() const {
 std::size_t max_message_words(const ExchangePlan& plan) {
   std::size_t words = 0;
   for (std::size_t k : plan.k) {
-    words += plan.sparse_wire == SparseWire::kCompact ? kernels::wire_max_words(k) : 1 + 2 * k;
+    words += is_compact(plan.sparse_wire)
+                 ? kernels::wire_max_words(k, wire_value_bits(plan.sparse_wire))
+                 : 1 + 2 * k;
   }
   return words;
 }
 
-std::size_t compact_segment_most_words(std::size_t count, std::size_t numel) {
+std::size_t compact_segment_most_words(std::size_t count, std::size_t numel, unsigned value_bits) {
   if (count == 0) return 2;
-  // A segment is 2 + ceil(nb / 4) + sum over blocks of ceil(n_b w_b / 32) + ceil(n_b / 2)
+  // A segment is 2 + ceil(nb / 4) + sum over blocks of ceil(n_b w_b / 32) + the value words
   // (Note [Compact sparse wire]); with n_b <= 32 the gap words of a block are at most w_b.
   // Every term grows with the count and the size, so the bound at (count, numel) holds for fewer
   // pairs too. A block's gaps need w bits only if its largest gap is at least 2^(w - 1), and the
@@ -175,16 +180,21 @@ std::size_t compact_segment_most_words(std::size_t count, std::size_t numel) {
     const std::size_t wider = w < 32 ? std::min(blocks, (budget - blocks * cost) / cost) : 0;
     widths = blocks * w + wider;
   }
-  const std::size_t values = kernels::kWireBlockPairs / 2 * (count / kernels::kWireBlockPairs) +
-                             (count % kernels::kWireBlockPairs + 1) / 2;
-  return std::min(2 + (blocks + 3) / 4 + widths + values, kernels::wire_max_words(count));
+  const std::size_t full = count / kernels::kWireBlockPairs,
+                    last = count % kernels::kWireBlockPairs;
+  const std::size_t values =
+      full * kernels::wire_value_words(kernels::kWireBlockPairs, value_bits) +
+      (last > 0 ? kernels::wire_value_words(last, value_bits) : 0);
+  return std::min(2 + (blocks + 3) / 4 + widths + values,
+                  kernels::wire_max_words(count, value_bits));
 }
 
 std::size_t padded_message_words(const BucketView& bucket, const ExchangePlan& plan) {
-  if (plan.sparse_wire != SparseWire::kCompact) return max_message_words(plan);
+  if (!is_compact(plan.sparse_wire)) return max_message_words(plan);
   std::size_t words = 0;
   for (std::size_t j = 0; j < plan.sparse.size(); ++j) {
-    words += compact_segment_most_words(plan.k[j], bucket.tensors[plan.sparse[j]].numel);
+    words += compact_segment_most_words(plan.k[j], bucket.tensors[plan.sparse[j]].numel,
+                                        wire_value_bits(plan.sparse_wire));
   }
   return words;
 }
@@ -213,7 +223,7 @@ void validate_messages(const BucketView& bucket, const ExchangePlan& plan,
   const std::size_t tensors = plan.sparse.size();
   segments.offset.assign(words_per_rank.size() * tensors, 0);
   segments.count.assign(words_per_rank.size() * tensors, 0);
-  segments.in_decoded = plan.sparse_wire == SparseWire::kCompact;
+  segments.in_decoded = is_compact(plan.sparse_wire);
   // The compact wire decodes every rank's pairs into segments.decoded, 2k words per tensor each.
   std::uint32_t* decoded = nullptr;
   std::uint64_t* scratch = nullptr;
@@ -241,8 +251,8 @@ void validate_messages(const BucketView& bucket, const ExchangePlan& plan,
       const std::uint32_t* msg = words + offset + at;
       const Segment seg =
           segments.in_decoded
-              ? decode_compact_segment(msg, size - at, plan.k[j], t, decoded + out, scratch, rank,
-                                       bucket, stream)
+              ? decode_compact_segment(msg, size - at, plan.k[j], t, plan.sparse_wire,
+                                       decoded + out, scratch, rank, bucket, stream)
               : check_pairs_segment(msg, size - at, plan.k[j], t, rank, bucket, stream);
       const std::uint32_t* base = segments.in_decoded ? decoded : words;
       segments.offset[r * tensors + j] = static_cast<std::size_t>(seg.pairs - base);

@@ -14,10 +14,11 @@
 // judged: a NaN or an infinity is a gradient like any other, for the AMP overflow check to find
 // (the top-k selector sends NaN on purpose).
 // On the compact wire (ExchangePlan::sparse_wire; Note [Compact sparse wire], kernels/
-// sparse_wire.h) each tensor's count and pairs are one compact segment instead, checked the same
-// way (kernels::decode_wire: too many pairs, a segment longer than what is left, a bad gap width,
-// block lengths that do not add up, an index out of range) and decoded to pairs before anything is
-// added; indices ascend by construction.
+// sparse_wire.h; its values binary16 or low-bit, Note [Low-bit wire values]) each tensor's count
+// and pairs are one compact segment instead, checked the same way (kernels::decode_wire: too many
+// pairs, a segment longer than what is left, a bad gap width, block lengths that do not add up, an
+// index out of range) and decoded to pairs before anything is added; indices ascend by
+// construction.
 #pragma once
 
 #include <cstddef>
@@ -27,6 +28,7 @@
 
 #include "compressors/bucket_view.h"
 #include "compressors/exchange_plan.h"
+#include "kernels/sparse_wire.h"
 #include "kernels/stream.h"
 
 namespace gw::compressors {
@@ -64,8 +66,10 @@ class SparseMessageWriter {
 std::size_t max_message_words(const ExchangePlan& plan);
 
 // The most words the compact segment of at most `count` pairs can take when every index is below
-// `numel` (Note [Sparse allgather in one round]); never above kernels::wire_max_words(count).
-std::size_t compact_segment_most_words(std::size_t count, std::size_t numel);
+// `numel` (Note [Sparse allgather in one round]), value_bits bits per value (16, 4 or 2); never
+// above kernels::wire_max_words(count, value_bits).
+std::size_t compact_segment_most_words(std::size_t count, std::size_t numel,
+                                       unsigned value_bits = kernels::kWireHalfBits);
 // The most words a message for `plan` over `bucket` can take, known from the plan and the layout
 // alone: the room of a padded block (Note [Sparse allgather in one round]).
 std::size_t padded_message_words(const BucketView& bucket, const ExchangePlan& plan);

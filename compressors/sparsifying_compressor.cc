@@ -65,7 +65,9 @@ void SparsifyingCompressor::plan_into(const BucketView& bucket, int world_size,
       ++candidates;
       const std::size_t k =
           std::max(sparse_count(numel, sparsity), std::min(numel, options_.min_k));
-      const std::size_t words = options_.wire == SparseWire::kCompact ? 2 + k : 1 + 2 * k;
+      const std::size_t words = is_compact(options_.wire)
+                                    ? 2 + (k * (16 + wire_value_bits(options_.wire)) + 31) / 32
+                                    : 1 + 2 * k;
       const bool dense_moves_less = split ? 3 * words >= 2 * numel : n * words >= 2 * numel;
       if (!options_.dense_fallback || !dense_moves_less) {
         plan.sparse.push_back(pos);
@@ -99,20 +101,28 @@ std::size_t SparsifyingCompressor::send_top_k(float* acc, const TensorSlot& t, s
     starts_host_.resize(ranks + 1);
     kernels::copy_bytes(starts_host_.data(), starts, (ranks + 1) * sizeof(std::uint32_t), stream_);
     stream_.synchronize();
+    // Each range is its own segment, so what the wire drops is taken out range by range: a
+    // low-bit wire's scales are per block of a segment (Note [Low-bit wire values]).
     for (std::size_t r = 0; r < ranks; ++r) {
       const SplitRange range = split_range(numel, ranks, r);
-      to[r].append(relative + starts_host_[r], starts_host_[r + 1] - starts_host_[r],
-                   acc + range.begin, stream_, wire);
+      const std::size_t n_r = starts_host_[r + 1] - starts_host_[r];
+      to[r].append(relative + starts_host_[r], n_r, acc + range.begin, stream_, wire);
+      keep_what_the_wire_drops(acc + range.begin, relative + starts_host_[r], n_r, wire);
     }
   } else {
     out.sparse->append(selected, count, acc, stream_, wire);
-  }
-  if (wire == SparseWire::kCompact) {
-    kernels::keep_wire_error_at(acc, selected, count, stream_);
-  } else {
-    kernels::zero_at(acc, selected, count, stream_);
+    keep_what_the_wire_drops(acc, selected, count, wire);
   }
   return count;
+}
+
+void SparsifyingCompressor::keep_what_the_wire_drops(float* x, const std::uint32_t* indices,
+                                                     std::size_t count, SparseWire wire) {
+  if (is_compact(wire)) {
+    kernels::keep_wire_error_at(x, indices, count, stream_, wire_value_bits(wire));
+  } else {
+    kernels::zero_at(x, indices, count, stream_);
+  }
 }
 
 std::size_t SparsifyingCompressor::reselect(const TensorSlot& t, float* sums, std::size_t begin,
@@ -127,11 +137,7 @@ std::size_t SparsifyingCompressor::reselect(const TensorSlot& t, float* sums, st
                              selection_seed(step_, t.parameter) ^ 0x5bd1e995u, kept, stream_);
   }
   out.append(kept, count, sums, stream_, wire);  // an empty segment when nothing is kept
-  if (wire == SparseWire::kCompact) {
-    kernels::keep_wire_error_at(sums, kept, count, stream_);
-  } else {
-    kernels::zero_at(sums, kept, count, stream_);
-  }
+  keep_what_the_wire_drops(sums, kept, count, wire);
   kernels::axpy(1.0f, sums, feedback(t.parameter) + begin, len, stream_);
   return count;
 }
@@ -152,11 +158,7 @@ std::size_t SparsifyingCompressor::reselect_among(const TensorSlot& t, float* su
     indices = cut;
   }
   out.append(indices, kept, sums, stream_, wire);  // an empty segment when nothing is kept
-  if (wire == SparseWire::kCompact) {
-    kernels::keep_wire_error_at(sums, indices, kept, stream_);
-  } else {
-    kernels::zero_at(sums, indices, kept, stream_);
-  }
+  keep_what_the_wire_drops(sums, indices, kept, wire);
   // What is left at the candidates (the dropped sums, the wire's error) into the residual, then
   // the sums back to zero there.
   if (count > 0) {

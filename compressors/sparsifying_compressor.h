@@ -20,7 +20,7 @@ struct SparsifyOptions {
   double sample_ratio = 0.01;              // GRADWIRE_DGC_SAMPLE_RATIO
   std::size_t min_numel = 1;               // GRADWIRE_DGC_MIN_NUMEL
   std::size_t min_k = 256;                 // GRADWIRE_DGC_MIN_K
-  SparseWire wire = SparseWire::kCompact;  // GRADWIRE_SPARSE_WIRE
+  SparseWire wire = SparseWire::kCompact;  // GRADWIRE_SPARSE_WIRE (compact4, compact2: low-bit)
   // GRADWIRE_SPARSE_ALGO: auto picks split from kSplitFromRanks ranks on
   // (Note [Sparse allreduce by split]); a set value holds at every world size. kPadded: the
   // allgather in one round (Note [Sparse allgather in one round]).
@@ -50,8 +50,10 @@ class SparsifyingCompressor : public Compressor, public SparseReselector {
   // a bucket did, the plan says so (dense_fallback, which the reports count). Every input is known
   // before any gradient is (Note [Plans agree across ranks]). On the compact wire W is taken as 2 +
   // k: a word per pair, more than the wire spends at the sparsities SparseWire's tests measure,
-  // since a plan cannot see the gaps. Under the split (Note [Sparse allreduce by split]) a rank
-  // sends about 3 W (n - 1) / n words, so the tensor goes dense when 3 W >= 2 N.
+  // since a plan cannot see the gaps; with b-bit values (Note [Low-bit wire values]) the same 16
+  // bits of gap and b of value, 2 + ceil(k (16 + b) / 32). Under the split
+  // (Note [Sparse allreduce by split]) a rank sends about 3 W (n - 1) / n words, so the tensor
+  // goes dense when 3 W >= 2 N.
   //
   // Note [Small tensors in the selection]
   // No tensor goes dense only because it is small: every tensor of a bucket takes part in the
@@ -92,6 +94,12 @@ class SparsifyingCompressor : public Compressor, public SparseReselector {
 
   // Where parameter p's unsent values accumulate (topk's residual, dgc's v).
   virtual float* feedback(std::size_t parameter) = 0;
+
+  // After x's values at indices[0, count) went out as one segment on `wire`: what was sent is
+  // taken out of x (on the pairs wire they become 0; on a compact wire what its values dropped
+  // stays).
+  void keep_what_the_wire_drops(float* x, const std::uint32_t* indices, std::size_t count,
+                                SparseWire wire);
 
   std::vector<std::size_t> numels_;
 

@@ -34,9 +34,12 @@ CompressorSettings read_compressor_settings(const config::Config& config) {
   s.sparsify.rampup_begin_step = config.get_int(keys::kDgcRampupBeginStep);
   s.sparsify.rampup_steps = config.get_int(keys::kDgcRampupSteps);
   s.sparsify.sample_ratio = config.get_float(keys::kDgcSampleRatio);
-  s.sparsify.wire = config.get_string(keys::kSparseWire) == "compact"
-                        ? compressors::SparseWire::kCompact
-                        : compressors::SparseWire::kPairs;
+  const std::string wire = config.get_string(keys::kSparseWire);
+  using Wire = compressors::SparseWire;
+  s.sparsify.wire = wire == "compact"    ? Wire::kCompact
+                    : wire == "compact4" ? Wire::kCompact4
+                    : wire == "compact2" ? Wire::kCompact2
+                                         : Wire::kPairs;
   s.sparsify.min_numel = static_cast<std::size_t>(config.get_int(keys::kDgcMinNumel));
   s.sparsify.min_k = static_cast<std::size_t>(config.get_int(keys::kDgcMinK));
   const std::string algo = config.get_string(keys::kSparseAlgo);

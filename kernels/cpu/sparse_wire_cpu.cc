@@ -7,14 +7,14 @@
 namespace gw::kernels::cpu {
 
 std::size_t encode_wire(const std::uint32_t* indices, std::size_t count, const float* v,
-                        std::uint32_t* words, std::uint64_t* scratch) {
+                        std::uint32_t* words, std::uint64_t* scratch, std::uint32_t bits) {
   const std::size_t nb = wire_blocks(count), table = (nb + 3) / 4;
   std::uint64_t* widths = scratch;
   std::size_t block_total = 0;
   for (std::size_t b = 0; b < nb; ++b) {
     widths[b] = wire::block_width(indices, count, b);
     block_total +=
-        wire::block_words(wire::block_pairs(count, b), static_cast<std::uint32_t>(widths[b]));
+        wire::block_words(wire::block_pairs(count, b), static_cast<std::uint32_t>(widths[b]), bits);
   }
   words[0] = static_cast<std::uint32_t>(count);
   words[1] = static_cast<std::uint32_t>(block_total);
@@ -28,19 +28,26 @@ std::size_t encode_wire(const std::uint32_t* indices, std::size_t count, const f
   std::uint32_t* out = words + 2 + table;
   for (std::size_t b = 0; b < nb; ++b) {
     const auto w = static_cast<std::uint32_t>(widths[b]);
-    wire::encode_block(indices, count, b, v, w, out);
-    out += wire::block_words(wire::block_pairs(count, b), w);
+    wire::encode_block(indices, count, b, v, w, bits, out);
+    out += wire::block_words(wire::block_pairs(count, b), w, bits);
   }
   return 2 + table + block_total;
 }
 
-void keep_wire_error_at(float* x, const std::uint32_t* indices, std::size_t count) {
+void keep_wire_error_at(float* x, const std::uint32_t* indices, std::size_t count,
+                        std::uint32_t bits) {
+  if (bits != kWireHalfBits) {
+    for (std::size_t b = 0; b < wire_blocks(count); ++b) {
+      wire::keep_block_error(x, indices, count, b, bits);
+    }
+    return;
+  }
   for (std::size_t j = 0; j < count; ++j) x[indices[j]] = wire::wire_error(x[indices[j]]);
 }
 
 WireCheck decode_wire(const std::uint32_t* words, std::size_t available, std::size_t numel,
                       std::size_t max_pairs, bool finite_values_only, std::uint32_t* pairs,
-                      std::uint64_t* scratch) {
+                      std::uint64_t* scratch, std::uint32_t bits) {
   WireCheck check;
   if (available < 2) {
     check.problem = WireProblem::kTruncated;
@@ -62,7 +69,7 @@ WireCheck decode_wire(const std::uint32_t* words, std::size_t available, std::si
       return check;
     }
     if (t < nb) {
-      total += wire::block_words(wire::block_pairs(c, t), w);
+      total += wire::block_words(wire::block_pairs(c, t), w, bits);
       ends[t] = total;
     }
   }
@@ -78,7 +85,7 @@ WireCheck decode_wire(const std::uint32_t* words, std::size_t available, std::si
     const std::uint32_t* in = blocks + (b == 0 ? 0 : ends[b - 1]);
     const std::uint32_t w = wire::width_byte(table_words, b);
     const std::size_t n = wire::block_pairs(c, b);
-    base = wire::decode_block(in, n, w, base, pairs + 2 * b * kWireBlockPairs);
+    base = wire::decode_block(in, n, w, bits, base, pairs + 2 * b * kWireBlockPairs);
   }
   for (std::size_t j = 0; j < c; ++j) {
     if (pairs[2 * j] >= numel) {

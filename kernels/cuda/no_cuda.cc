@@ -91,14 +91,14 @@ void scatter_add_pairs(const std::uint32_t*, std::size_t, float*, void*) {
 }
 
 std::size_t encode_wire(const std::uint32_t*, std::size_t, const float*, std::uint32_t*,
-                        std::uint64_t*, void*) {
+                        std::uint64_t*, void*, std::uint32_t) {
   throw_unavailable("encode_wire");
 }
-void keep_wire_error_at(float*, const std::uint32_t*, std::size_t, void*) {
+void keep_wire_error_at(float*, const std::uint32_t*, std::size_t, void*, std::uint32_t) {
   throw_unavailable("keep_wire_error_at");
 }
 WireCheck decode_wire(const std::uint32_t*, std::size_t, std::size_t, std::size_t, bool,
-                      std::uint32_t*, std::uint64_t*, void*) {
+                      std::uint32_t*, std::uint64_t*, void*, std::uint32_t) {
   throw_unavailable("decode_wire");
 }
 void momentum_accumulate(const float*, float*, float*, std::size_t, float, bool, void*) {

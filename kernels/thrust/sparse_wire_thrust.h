@@ -41,8 +41,9 @@ struct WidthOp {
 struct SizeFromWidthsOp {
   const std::uint64_t* widths;
   std::size_t c;
+  std::uint32_t bits;
   GW_HOST_DEVICE std::uint64_t operator()(std::size_t b) const {
-    return wire::block_words(wire::block_pairs(c, b), static_cast<std::uint32_t>(widths[b]));
+    return wire::block_words(wire::block_pairs(c, b), static_cast<std::uint32_t>(widths[b]), bits);
   }
 };
 
@@ -73,9 +74,10 @@ struct EncodeBlockOp {
   const float* v;
   const std::uint64_t* widths;
   const std::uint64_t* ends;
+  std::uint32_t bits;
   std::uint32_t* blocks;
   GW_HOST_DEVICE void operator()(std::size_t b) const {
-    wire::encode_block(indices, c, b, v, static_cast<std::uint32_t>(widths[b]),
+    wire::encode_block(indices, c, b, v, static_cast<std::uint32_t>(widths[b]), bits,
                        blocks + (b == 0 ? 0 : ends[b - 1]));
   }
 };
@@ -83,6 +85,16 @@ struct EncodeBlockOp {
 struct WireErrorOp {
   float* x;
   GW_HOST_DEVICE void operator()(std::uint32_t i) const { x[i] = wire::wire_error(x[i]); }
+};
+
+struct BlockErrorOp {
+  float* x;
+  const std::uint32_t* indices;
+  std::size_t c;
+  std::uint32_t bits;
+  GW_HOST_DEVICE void operator()(std::size_t b) const {
+    wire::keep_block_error(x, indices, c, b, bits);
+  }
 };
 
 struct BadWidthOp {
@@ -97,8 +109,9 @@ struct BadWidthOp {
 struct SizeFromTableOp {
   const std::uint32_t* table;
   std::size_t c;
+  std::uint32_t bits;
   GW_HOST_DEVICE std::uint64_t operator()(std::size_t b) const {
-    return wire::block_words(wire::block_pairs(c, b), wire::width_byte(table, b));
+    return wire::block_words(wire::block_pairs(c, b), wire::width_byte(table, b), bits);
   }
 };
 
@@ -119,10 +132,11 @@ struct DecodeBlockOp {
   const std::uint64_t* ends;
   const std::uint64_t* span_ends;
   std::size_t c;
+  std::uint32_t bits;
   std::uint32_t* pairs;
   GW_HOST_DEVICE void operator()(std::size_t b) const {
     wire::decode_block(blocks + (b == 0 ? 0 : ends[b - 1]), wire::block_pairs(c, b),
-                       wire::width_byte(table, b), b == 0 ? 0 : span_ends[b - 1],
+                       wire::width_byte(table, b), bits, b == 0 ? 0 : span_ends[b - 1],
                        pairs + 2 * b * kWireBlockPairs);
   }
 };
@@ -144,7 +158,8 @@ struct NonFiniteValueOp {
 
 template <class Policy>
 std::size_t encode_wire(const Policy& policy, const std::uint32_t* indices, std::size_t count,
-                        const float* v, std::uint32_t* words, std::uint64_t* scratch) {
+                        const float* v, std::uint32_t* words, std::uint64_t* scratch,
+                        std::uint32_t bits = kWireHalfBits) {
   using namespace wire_ops;
   const std::size_t nb = wire_blocks(count), table = (nb + 3) / 4;
   const thrust::counting_iterator<std::size_t> first(0);
@@ -153,7 +168,7 @@ std::size_t encode_wire(const Policy& policy, const std::uint32_t* indices, std:
   std::size_t block_total = 0;
   if (nb > 0) {
     thrust::transform(policy, first, first + nb, widths, WidthOp{indices, count});
-    thrust::transform(policy, first, first + nb, ends, SizeFromWidthsOp{widths, count});
+    thrust::transform(policy, first, first + nb, ends, SizeFromWidthsOp{widths, count, bits});
     thrust::inclusive_scan(policy, ends, ends + nb, ends);
     block_total = static_cast<std::size_t>(read_value(policy, ends + (nb - 1)));
   }
@@ -161,22 +176,29 @@ std::size_t encode_wire(const Policy& policy, const std::uint32_t* indices, std:
                    HeaderOp{widths, count, nb, block_total, words});
   if (nb > 0) {
     thrust::for_each(policy, first, first + nb,
-                     EncodeBlockOp{indices, count, v, widths, ends, words + 2 + table});
+                     EncodeBlockOp{indices, count, v, widths, ends, bits, words + 2 + table});
   }
   return 2 + table + block_total;
 }
 
 template <class Policy>
 void keep_wire_error_at(const Policy& policy, float* x, const std::uint32_t* indices,
-                        std::size_t count) {
+                        std::size_t count, std::uint32_t bits = kWireHalfBits) {
   if (count == 0) return;
+  if (bits != kWireHalfBits) {
+    const thrust::counting_iterator<std::size_t> first(0);
+    thrust::for_each(policy, first, first + wire_blocks(count),
+                     wire_ops::BlockErrorOp{x, indices, count, bits});
+    return;
+  }
   thrust::for_each(policy, indices, indices + count, wire_ops::WireErrorOp{x});
 }
 
 template <class Policy>
 WireCheck decode_wire(const Policy& policy, const std::uint32_t* words, std::size_t available,
                       std::size_t numel, std::size_t max_pairs, bool finite_values_only,
-                      std::uint32_t* pairs, std::uint64_t* scratch) {
+                      std::uint32_t* pairs, std::uint64_t* scratch,
+                      std::uint32_t bits = kWireHalfBits) {
   using namespace wire_ops;
   WireCheck check;
   if (available < 2) {
@@ -207,7 +229,7 @@ WireCheck decode_wire(const Policy& policy, const std::uint32_t* words, std::siz
   }
   std::uint64_t* ends = scratch;
   std::uint64_t* span_ends = scratch + nb;
-  thrust::transform(policy, first, first + nb, ends, SizeFromTableOp{table_words, c});
+  thrust::transform(policy, first, first + nb, ends, SizeFromTableOp{table_words, c, bits});
   thrust::inclusive_scan(policy, ends, ends + nb, ends);
   const std::uint64_t total = read_value(policy, ends + (nb - 1));
   if (total != declared) {
@@ -219,7 +241,7 @@ WireCheck decode_wire(const Policy& policy, const std::uint32_t* words, std::siz
   thrust::transform(policy, first, first + nb, span_ends, SpanOp{table_words, blocks, ends, c});
   thrust::inclusive_scan(policy, span_ends, span_ends + nb, span_ends);
   thrust::for_each(policy, first, first + nb,
-                   DecodeBlockOp{table_words, blocks, ends, span_ends, c, pairs});
+                   DecodeBlockOp{table_words, blocks, ends, span_ends, c, bits, pairs});
   const auto out = thrust::find_if(policy, first, first + c, IndexAtLeastOp{pairs, numel});
   if (out != first + c) {
     check.problem = WireProblem::kIndexOutOfRange;

@@ -52,9 +52,50 @@ GW_HOST_DEVICE inline std::size_t block_pairs(std::size_t c, std::size_t b) {
   return c - first < kWireBlockPairs ? c - first : kWireBlockPairs;
 }
 
-// Words of a block of n pairs and gap width w.
-GW_HOST_DEVICE inline std::size_t block_words(std::size_t n, std::uint32_t w) {
-  return (n * w + 31) / 32 + (n + 1) / 2;
+// Words of a block of n pairs, gap width w and value_bits bits per value.
+GW_HOST_DEVICE inline std::size_t block_words(std::size_t n, std::uint32_t w, std::uint32_t bits) {
+  return (n * w + 31) / 32 + wire_value_words(n, bits);
+}
+
+// Note [Low-bit wire values], kernels/sparse_wire.h: the scale, the code and the value it stands
+// for. The scale is the largest magnitude key of the block's values (NaN above infinity).
+GW_HOST_DEVICE inline float block_scale(const std::uint32_t* indices, std::size_t c, std::size_t b,
+                                        const float* v) {
+  const std::size_t first = b * kWireBlockPairs, n = block_pairs(c, b);
+  std::uint32_t key = 0;
+  for (std::size_t j = first; j < first + n; ++j) {
+    const std::uint32_t k = thrust_algo::magnitude_key(v[indices[j]]);
+    key = k > key ? k : key;
+  }
+  return bits_float(key);
+}
+
+GW_HOST_DEVICE inline bool scale_finite(float s) {
+  return (float_bits(s) & 0x7f800000u) != 0x7f800000u;
+}
+
+// The b-bit code of v under scale s. A scale that is 0 or not finite codes only the sign.
+GW_HOST_DEVICE inline std::uint32_t value_code(float v, float s, std::uint32_t bits) {
+  const std::int32_t half = std::int32_t{1} << (bits - 1);
+  const bool negative = (float_bits(v) >> 31) != 0;
+  if (!scale_finite(s) || float_bits(s) == 0) return negative ? 0u : 2u * half - 1u;
+  // |v| <= s, so v / s is in [-1, 1] and t in [0, 2 half]; the cast truncates, a floor here.
+  const float t =
+      thrust_algo::add_rn(thrust_algo::mul_rn(thrust_algo::div_rn(v, s), static_cast<float>(half)),
+                          static_cast<float>(half));
+  std::int32_t q = static_cast<std::int32_t>(t);
+  if (q < 0) q = 0;
+  if (q > 2 * half - 1) q = 2 * half - 1;
+  return static_cast<std::uint32_t>(q);
+}
+
+// The value code q stands for under scale s: s (q - half + 1/2) / half (the level is exact).
+GW_HOST_DEVICE inline float code_value(std::uint32_t q, float s, std::uint32_t bits) {
+  const std::int32_t half = std::int32_t{1} << (bits - 1);
+  const float level =
+      thrust_algo::div_rn(static_cast<float>(2 * (static_cast<std::int32_t>(q) - half) + 1),
+                          static_cast<float>(2 * half));
+  return thrust_algo::mul_rn(level, s);
 }
 
 // Gap of pair j: index_j - index_{j-1} - 1, index_{-1} = -1.
@@ -75,10 +116,11 @@ GW_HOST_DEVICE inline std::uint32_t block_width(const std::uint32_t* indices, st
 
 // Writes block b (width w) to out[0..block_words).
 GW_HOST_DEVICE inline void encode_block(const std::uint32_t* indices, std::size_t c, std::size_t b,
-                                        const float* v, std::uint32_t w, std::uint32_t* out) {
+                                        const float* v, std::uint32_t w, std::uint32_t bits,
+                                        std::uint32_t* out) {
   const std::size_t first = b * kWireBlockPairs, n = block_pairs(c, b);
   const std::size_t gap_words = (n * w + 31) / 32;
-  for (std::size_t i = 0; i < block_words(n, w); ++i) out[i] = 0;
+  for (std::size_t i = 0; i < block_words(n, w, bits); ++i) out[i] = 0;
   if (w > 0) {
     for (std::size_t j = 0; j < n; ++j) {
       const std::uint64_t g = gap(indices, first + j);
@@ -86,6 +128,15 @@ GW_HOST_DEVICE inline void encode_block(const std::uint32_t* indices, std::size_
       out[word] |= static_cast<std::uint32_t>(g << shift);
       if (shift + w > 32) out[word + 1] |= static_cast<std::uint32_t>(g >> (32 - shift));
     }
+  }
+  if (bits != kWireHalfBits) {
+    const float s = block_scale(indices, c, b, v);
+    out[gap_words] = float_bits(s);
+    for (std::size_t j = 0; j < n; ++j) {
+      const std::size_t bit = j * bits;
+      out[gap_words + 1 + bit / 32] |= value_code(v[indices[first + j]], s, bits) << (bit % 32);
+    }
+    return;
   }
   for (std::size_t j = 0; j < n; ++j) {
     const std::uint32_t h = half_bits(v[indices[first + j]]);
@@ -116,16 +167,24 @@ GW_HOST_DEVICE inline std::uint64_t block_span(const std::uint32_t* in, std::siz
 // pairs[0..2n) as (index, float bits); an index that does not fit 32 bits is written 2^32 - 1.
 // Returns the next block's base: its last index + 1 (base + block_span).
 GW_HOST_DEVICE inline std::uint64_t decode_block(const std::uint32_t* in, std::size_t n,
-                                                 std::uint32_t w, std::uint64_t base,
-                                                 std::uint32_t* pairs) {
+                                                 std::uint32_t w, std::uint32_t bits,
+                                                 std::uint64_t base, std::uint32_t* pairs) {
   const std::size_t gap_words = (n * w + 31) / 32;
+  const float s = bits == kWireHalfBits ? 0.0f : bits_float(in[gap_words]);
+  const std::uint32_t mask = (std::uint32_t{1} << (bits % 32)) - 1u;
   std::uint64_t next = base;
   for (std::size_t j = 0; j < n; ++j) {
     const std::uint64_t index = next + (w > 0 ? read_gap(in, j, w) : 0);
     next = index + 1;
     pairs[2 * j] = index > 0xffffffffull ? 0xffffffffu : static_cast<std::uint32_t>(index);
-    const auto h = static_cast<std::uint16_t>(in[gap_words + j / 2] >> (16 * (j % 2)));
-    pairs[2 * j + 1] = float_bits(half_to_float(h));
+    if (bits == kWireHalfBits) {
+      const auto h = static_cast<std::uint16_t>(in[gap_words + j / 2] >> (16 * (j % 2)));
+      pairs[2 * j + 1] = float_bits(half_to_float(h));
+    } else {
+      const std::size_t bit = j * bits;
+      const std::uint32_t q = (in[gap_words + 1 + bit / 32] >> (bit % 32)) & mask;
+      pairs[2 * j + 1] = float_bits(code_value(q, s, bits));
+    }
   }
   return next;
 }
@@ -140,6 +199,19 @@ GW_HOST_DEVICE inline float wire_error(float x) {
   const std::uint16_t h = half_bits(x);
   if (!half_is_finite(h)) return 0.0f;
   return thrust_algo::sub_rn(x, half_to_float(h));
+}
+
+// The same on a low-bit wire, for block b of the segment of indices[0..c) (its scale from the
+// values before any is changed): each x -= what its code stands for; a non-finite scale leaves 0.
+GW_HOST_DEVICE inline void keep_block_error(float* x, const std::uint32_t* indices, std::size_t c,
+                                            std::size_t b, std::uint32_t bits) {
+  const std::size_t first = b * kWireBlockPairs, n = block_pairs(c, b);
+  const float s = block_scale(indices, c, b, x);
+  for (std::size_t j = first; j < first + n; ++j) {
+    float& v = x[indices[j]];
+    v = scale_finite(s) ? thrust_algo::sub_rn(v, code_value(value_code(v, s, bits), s, bits))
+                        : 0.0f;
+  }
 }
 
 // The checks of a segment's header (host code): c pairs and `declared` block words, in

@@ -87,13 +87,13 @@ inline std::vector<std::vector<float>> unpack(const Encoded& e, const BucketView
   std::size_t at = 0;
   for (std::size_t j = 0; j < e.plan.sparse.size(); ++j) {
     std::vector<float> t(bucket.tensors[e.plan.sparse[j]].numel, 0.0f);
-    if (e.plan.sparse_wire == SparseWire::kCompact) {
+    if (is_compact(e.plan.sparse_wire)) {
       const std::size_t k = e.plan.k[j];
       std::vector<std::uint32_t> pairs(2 * k);
       std::vector<std::uint64_t> scratch(kernels::wire_scratch(k));
-      const kernels::WireCheck check =
-          kernels::decode_wire(e.words.data() + at, e.words.size() - at, t.size(), k, false,
-                               pairs.data(), scratch.data(), kernels::Stream::host());
+      const kernels::WireCheck check = kernels::decode_wire(
+          e.words.data() + at, e.words.size() - at, t.size(), k, false, pairs.data(),
+          scratch.data(), kernels::Stream::host(), wire_value_bits(e.plan.sparse_wire));
       if (!check.ok()) throw std::runtime_error(kernels::to_string(check.problem));
       for (std::size_t i = 0; i < check.pairs; ++i) {
         float v;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "kernels/sparse.h"
@@ -183,44 +184,49 @@ TEST_F(CudaSparseTest, SelectionPrimitivesMatchCpu) {
   }
 }
 
-// The compact sparse wire (kernels/sparse_wire.h) on the stream: the CPU's words, pairs, residual
-// and findings (the algorithms themselves are checked under OpenMP: ThrustOmpWire).
+// The compact sparse wire (kernels/sparse_wire.h) on the stream, binary16 and low-bit values: the
+// CPU's words, pairs, residual and findings (the algorithms themselves are checked under OpenMP:
+// ThrustOmpWire).
 TEST_F(CudaSparseTest, CompactWireMatchesCpu) {
-  for (const wire_inputs::Case& c : wire_inputs::kCases) {
-    SCOPED_TRACE(c.name());
-    const std::vector<std::uint32_t> idx = wire_inputs::ascending(c.count, c.numel, 41);
-    const std::vector<float> v = wire_inputs::values(c.numel, 42, true);
-    std::vector<std::uint32_t> words(wire_max_words(c.count));
-    std::vector<std::uint64_t> scratch(wire_scratch(c.count));
-    const std::size_t n =
-        encode_wire(idx.data(), c.count, v.data(), words.data(), scratch.data(), kHost);
-    DeviceCopy<std::uint32_t> didx(idx, stream_), dwords(words, stream_);
-    DeviceCopy<float> dv(v, stream_);
-    DeviceCopy<std::uint64_t> dscratch(scratch, stream_);
-    ASSERT_EQ(encode_wire(didx.get(), c.count, dv.get(), dwords.get(), dscratch.get(), stream_), n);
-    std::vector<std::uint32_t> back = dwords.to_host();
-    words.resize(n);
-    back.resize(n);
-    ASSERT_EQ(words, back);
+  for (const std::uint32_t bits : {16u, 4u, 2u}) {
+    for (const wire_inputs::Case& c : wire_inputs::kCases) {
+      SCOPED_TRACE(c.name() + ", " + std::to_string(bits) + "-bit values");
+      const std::vector<std::uint32_t> idx = wire_inputs::ascending(c.count, c.numel, 41);
+      const std::vector<float> v = wire_inputs::values(c.numel, 42, true);
+      std::vector<std::uint32_t> words(wire_max_words(c.count, bits));
+      std::vector<std::uint64_t> scratch(wire_scratch(c.count));
+      const std::size_t n =
+          encode_wire(idx.data(), c.count, v.data(), words.data(), scratch.data(), kHost, bits);
+      DeviceCopy<std::uint32_t> didx(idx, stream_), dwords(words, stream_);
+      DeviceCopy<float> dv(v, stream_);
+      DeviceCopy<std::uint64_t> dscratch(scratch, stream_);
+      ASSERT_EQ(
+          encode_wire(didx.get(), c.count, dv.get(), dwords.get(), dscratch.get(), stream_, bits),
+          n);
+      std::vector<std::uint32_t> back = dwords.to_host();
+      words.resize(n);
+      back.resize(n);
+      ASSERT_EQ(words, back);
 
-    for (const std::size_t numel : {c.numel, c.count > 0 ? std::size_t{idx.back()} : c.numel}) {
-      std::vector<std::uint32_t> pairs(2 * c.count);
-      const WireCheck want =
-          decode_wire(words.data(), n, numel, c.count, true, pairs.data(), scratch.data(), kHost);
-      DeviceCopy<std::uint32_t> dpairs(pairs, stream_);
-      const WireCheck got =
-          decode_wire(dwords.get(), n, numel, c.count, true, dpairs.get(), dscratch.get(), stream_);
-      ASSERT_EQ(got.problem, want.problem) << to_string(got.problem);
-      ASSERT_EQ(got.position, want.position);
-      ASSERT_EQ(got.value, want.value);
-      if (want.ok()) ASSERT_EQ(dpairs.to_host(), pairs);
+      for (const std::size_t numel : {c.numel, c.count > 0 ? std::size_t{idx.back()} : c.numel}) {
+        std::vector<std::uint32_t> pairs(2 * c.count);
+        const WireCheck want = decode_wire(words.data(), n, numel, c.count, true, pairs.data(),
+                                           scratch.data(), kHost, bits);
+        DeviceCopy<std::uint32_t> dpairs(pairs, stream_);
+        const WireCheck got = decode_wire(dwords.get(), n, numel, c.count, true, dpairs.get(),
+                                          dscratch.get(), stream_, bits);
+        ASSERT_EQ(got.problem, want.problem) << to_string(got.problem);
+        ASSERT_EQ(got.position, want.position);
+        ASSERT_EQ(got.value, want.value);
+        if (want.ok()) ASSERT_EQ(dpairs.to_host(), pairs);
+      }
+
+      std::vector<float> x = v;
+      DeviceCopy<float> dx(v, stream_);
+      keep_wire_error_at(x.data(), idx.data(), c.count, kHost, bits);
+      keep_wire_error_at(dx.get(), didx.get(), c.count, stream_, bits);
+      ASSERT_TRUE(same_bits(x, dx.to_host()));
     }
-
-    std::vector<float> x = v;
-    DeviceCopy<float> dx(v, stream_);
-    keep_wire_error_at(x.data(), idx.data(), c.count, kHost);
-    keep_wire_error_at(dx.get(), didx.get(), c.count, stream_);
-    ASSERT_TRUE(same_bits(x, dx.to_host()));
   }
 }
 

@@ -162,12 +162,12 @@ TEST(Compression, DgcSendsAboutKPairsAndReportsTheRatio) {
 }
 
 // Note [Sparse allgather in one round]: padded gives the allgatherv's parameters bit for bit, on
-// both wires, in one gradient collective per sparse bucket and no control round, and sends the
+// every wire, in one gradient collective per sparse bucket and no control round, and sends the
 // padded blocks, no more.
 TEST(Compression, PaddedAllgatherEqualsTheAllgathervInOneRound) {
   const auto comm = world();
   const int n = comm->size();
-  for (const char* wire : {"pairs", "compact"}) {
+  for (const char* wire : {"pairs", "compact", "compact4", "compact2"}) {
     Model a_model, p_model;
     auto options = [&](const char* algo) {
       return settings({{keys::kCompressor, "dgc"},
@@ -195,8 +195,12 @@ TEST(Compression, PaddedAllgatherEqualsTheAllgathervInOneRound) {
     // Per step: the small tensor's allreduce and one padded allgather of the big one.
     EXPECT_EQ(g.calls - gradient.calls, 20u * 2) << wire;
     compressors::ExchangePlan plan;
-    plan.sparse_wire = std::string(wire) == "compact" ? compressors::SparseWire::kCompact
-                                                      : compressors::SparseWire::kPairs;
+    using compressors::SparseWire;
+    const std::string w = wire;
+    plan.sparse_wire = w == "compact"    ? SparseWire::kCompact
+                       : w == "compact4" ? SparseWire::kCompact4
+                       : w == "compact2" ? SparseWire::kCompact2
+                                         : SparseWire::kPairs;
     compressors::BucketView big;
     big.tensors.push_back({0, 0, a_model.big.size()});
     big.numel = a_model.big.size();

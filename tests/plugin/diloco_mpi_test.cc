@@ -193,6 +193,12 @@ TEST(Diloco, CompressedPseudoGradientsLeaveEveryRankWithTheSameParameters) {
       {{{keys::kCompressor, "topk"}, {keys::kDgcSparsity, "0.9"}, {keys::kDgcMinK, "1"}},
        "topk deltas"},
       {{{keys::kCompressor, "powersgd"}, {keys::kPowerSgdStartStep, "1"}}, "powersgd deltas"},
+      // SparseLoCo's recipe: top-k, 2-bit values, error feedback (Note [Low-bit wire values]).
+      {{{keys::kCompressor, "topk"},
+        {keys::kDgcSparsity, "0.9"},
+        {keys::kDgcMinK, "1"},
+        {keys::kSparseWire, "compact2"}},
+       "topk deltas"},
   };
   std::vector<std::uint64_t> bytes;
   for (const Case& c : cases) {
@@ -221,12 +227,14 @@ TEST(Diloco, CompressedPseudoGradientsLeaveEveryRankWithTheSameParameters) {
     bytes.push_back(comm->counters()[TrafficKind::kParameter].sent_bytes - before);
     for (float v : model.flat()) ASSERT_TRUE(std::isfinite(v));
   }
-  // fp32 parameters: six allreduces of every float; fp16 half of it; topk and powersgd less.
+  // fp32 parameters: six allreduces of every float; fp16 half of it; topk and powersgd less;
+  // topk's 2-bit values less than its binary16 ones.
   EXPECT_EQ(bytes[0], 6 * CountingCommunicator::allreduce_bytes(kTotal, 4, rank, n));
   EXPECT_EQ(bytes[1], 6 * CountingCommunicator::allreduce_bytes(kTotal, 2, rank, n));
   if (n > 1) {
     EXPECT_LT(bytes[2], bytes[1]);
     EXPECT_LT(bytes[3], bytes[1]);
+    EXPECT_LT(bytes[4], bytes[2]);
   }
 }
 

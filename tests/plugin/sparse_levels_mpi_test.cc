@@ -18,7 +18,6 @@
 
 #include "compressors/sparse_message.h"
 #include "compressors/topk_compressor.h"
-#include "plugin/exchange/bucket_exchange.h"
 #include "plugin/comm/counting_communicator.h"
 #include "plugin/comm/hierarchical_communicator.h"
 #include "plugin/comm/mpi/mpi_communicator.h"
@@ -26,6 +25,7 @@
 #include "plugin/comm/mpi/node_groups.h"
 #include "plugin/config/config.h"
 #include "plugin/config/params.h"
+#include "plugin/exchange/bucket_exchange.h"
 #include "tests/compressors/compressor_test_util.h"
 #include "tests/plugin/rank_sums.h"
 #include "tests/plugin/sparse_exchange_util.h"
@@ -163,16 +163,17 @@ TEST(SparseLevels, KeepsTheNodesSumsAndLosesNothing) {
   }
 }
 
-// Over several steps on either wire, with floats that every rank selects some of: everything
+// Over several steps on every wire, with floats that every rank selects some of: everything
 // accumulated is applied or in a residual, summed over ranks and steps.
-TEST(SparseLevels, ConservesEveryValueOverStepsOnBothWires) {
+TEST(SparseLevels, ConservesEveryValueOverStepsOnEveryWire) {
   const std::vector<int> sizes = two_level_sizes();
   if (sizes.empty()) GTEST_SKIP() << "no grouping of " << world_size() << " ranks has two levels";
   for (int l : sizes) {
     auto comm = two_levels(l);
-    for (SparseWire wire : {SparseWire::kPairs, SparseWire::kCompact}) {
-      SCOPED_TRACE("local size " + std::to_string(l) +
-                   (wire == SparseWire::kPairs ? ", pairs" : ", compact"));
+    for (SparseWire wire :
+         {SparseWire::kPairs, SparseWire::kCompact, SparseWire::kCompact4, SparseWire::kCompact2}) {
+      SCOPED_TRACE("local size " + std::to_string(l) + ", SparseWire " +
+                   std::to_string(static_cast<int>(wire)));
       TopkCompressor split(kNumels, testing::sparse_options(SparsifyOptions::Algo::kSplit, wire));
       std::vector<float> storage;
       const BucketView b = compressors::testing::make_bucket(storage, kNumels);

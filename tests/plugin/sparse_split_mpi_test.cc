@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "compressors/topk_compressor.h"
-#include "plugin/exchange/bucket_exchange.h"
 #include "plugin/comm/counting_communicator.h"
 #include "plugin/comm/mpi/mpi_runtime.h"
+#include "plugin/exchange/bucket_exchange.h"
 #include "tests/compressors/compressor_test_util.h"
 #include "tests/plugin/rank_sums.h"
 #include "tests/plugin/sparse_exchange_util.h"
@@ -95,12 +95,15 @@ TEST(SparseSplit, EqualsTheAllgatherOnTheKeptSetAndLosesNothing) {
   }
 }
 
-// Over several steps on either wire, everything accumulated is either applied or in a residual:
-// sum over ranks and steps of gradients == sum of results + sum over ranks of residuals.
-TEST(SparseSplit, ConservesEveryValueOverStepsOnBothWires) {
+// Over several steps on every wire, everything accumulated is either applied or in a residual:
+// sum over ranks and steps of gradients == sum of results + sum over ranks of residuals. With
+// low-bit values each rank's range is its own segment, its scales per block of that segment, and
+// what the code drops is kept range by range (Note [Low-bit wire values]).
+TEST(SparseSplit, ConservesEveryValueOverStepsOnEveryWire) {
   CountingCommunicator comm(make_mpi_world_communicator());
   const int rank = comm.rank();
-  for (SparseWire wire : {SparseWire::kPairs, SparseWire::kCompact}) {
+  for (SparseWire wire :
+       {SparseWire::kPairs, SparseWire::kCompact, SparseWire::kCompact4, SparseWire::kCompact2}) {
     TopkCompressor split(kNumels, testing::sparse_options(SparsifyOptions::Algo::kSplit, wire));
     std::vector<float> storage;
     const BucketView b = bucket_over(storage);
@@ -120,7 +123,7 @@ TEST(SparseSplit, ConservesEveryValueOverStepsOnBothWires) {
     for (std::size_t i = 0; i < b.numel; ++i) {
       const double scale = 1e-4 * (1.0 + std::fabs(sent_all[i]));
       ASSERT_NEAR(applied[i] + residuals[i], sent_all[i], scale)
-          << (wire == SparseWire::kPairs ? "pairs" : "compact") << ", element " << i;
+          << static_cast<int>(wire) << " (SparseWire), element " << i;
     }
   }
 }
