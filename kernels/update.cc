@@ -38,6 +38,11 @@ void outer_step(const float* x, float alpha, bool x_is_delta, float* w, float* a
   cuda::outer_step(x, alpha, x_is_delta, w, a, u, n, step, stream.native());
 }
 
+void mix(const float* local, float alpha, float* w, std::size_t n, const Stream& stream) {
+  if (stream.is_host()) return cpu::mix(local, alpha, w, n);
+  cuda::mix(local, alpha, w, n, stream.native());
+}
+
 void scale_to(const float* in, float alpha, float* out, std::size_t n, const Stream& stream) {
   if (stream.is_host()) return cpu::scale_to(in, alpha, out, n);
   cuda::scale_to(in, alpha, out, n, stream.native());

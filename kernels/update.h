@@ -47,6 +47,11 @@ void add_to_anchor(const float* avg, float* w, float* a, std::size_t n, const St
 void outer_step(const float* x, float alpha, bool x_is_delta, float* w, float* a, float* u,
                 std::size_t n, const OuterStep& step, const Stream& stream);
 
+// Streaming DiLoCo's mixing (plugin/local_sgd_averaging.h): w = alpha * local + beta * w per
+// element, beta = 1 - alpha rounded once as a float, each product and the sum rounded on its own.
+// local may not alias w.
+void mix(const float* local, float alpha, float* w, std::size_t n, const Stream& stream);
+
 // out = in * alpha (local SGD: the summed parameters times 1 / ranks). out may alias in.
 void scale_to(const float* in, float alpha, float* out, std::size_t n, const Stream& stream);
 

@@ -83,6 +83,11 @@ void outer_step(const float* x, float alpha, bool x_is_delta, float* w, float* a
   }
 }
 
+void mix(const float* local, float alpha, float* w, std::size_t n) {
+  const float beta = 1.0f - alpha;
+  for (std::size_t i = 0; i < n; ++i) w[i] = alpha * local[i] + beta * w[i];
+}
+
 void scale_to(const float* in, float alpha, float* out, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) out[i] = in[i] * alpha;
 }

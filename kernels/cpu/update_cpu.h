@@ -14,6 +14,7 @@ void momentum_to(const float* g, float* u, float* out, std::size_t n, float m, b
 double clip_by_norm(float* g, std::size_t n, double limit);
 void subtract(const float* w, const float* a, float* d, std::size_t n);
 void add_to_anchor(const float* avg, float* w, float* a, std::size_t n);
+void mix(const float* local, float alpha, float* w, std::size_t n);
 void outer_step(const float* x, float alpha, bool x_is_delta, float* w, float* a, float* u,
                 std::size_t n, const OuterStep& step);
 void scale_to(const float* in, float alpha, float* out, std::size_t n);

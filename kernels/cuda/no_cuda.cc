@@ -114,6 +114,8 @@ void subtract(const float*, const float*, float*, std::size_t, void*) {
 void add_to_anchor(const float*, float*, float*, std::size_t, void*) {
   throw_unavailable("add_to_anchor");
 }
+void mix(const float*, float, float*, std::size_t, void*) { throw_unavailable("mix"); }
+
 void outer_step(const float*, float, bool, float*, float*, float*, std::size_t, const OuterStep&,
                 void*) {
   throw_unavailable("outer_step");

@@ -28,6 +28,10 @@ void add_to_anchor(const float* avg, float* w, float* a, std::size_t n, void* st
   thrust_algo::add_to_anchor(on_stream(stream), avg, w, a, n);
 }
 
+void mix(const float* local, float alpha, float* w, std::size_t n, void* stream) {
+  thrust_algo::mix(on_stream(stream), local, alpha, w, n);
+}
+
 void outer_step(const float* x, float alpha, bool x_is_delta, float* w, float* a, float* u,
                 std::size_t n, const OuterStep& step, void* stream) {
   thrust_algo::outer_step(on_stream(stream), x, alpha, x_is_delta, w, a, u, n, step);

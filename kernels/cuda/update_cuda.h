@@ -19,6 +19,7 @@ void momentum_to(const float* g, float* u, float* out, std::size_t n, float m, b
 double clip_by_norm(float* g, std::size_t n, double limit, void* stream);
 void subtract(const float* w, const float* a, float* d, std::size_t n, void* stream);
 void add_to_anchor(const float* avg, float* w, float* a, std::size_t n, void* stream);
+void mix(const float* local, float alpha, float* w, std::size_t n, void* stream);
 void outer_step(const float* x, float alpha, bool x_is_delta, float* w, float* a, float* u,
                 std::size_t n, const OuterStep& step, void* stream);
 void scale_to(const float* in, float alpha, float* out, std::size_t n, void* stream);

@@ -112,6 +112,15 @@ struct OuterStepOp {
   }
 };
 
+// mix (kernels/update.h), as the CPU loop: w = (alpha * local) + (beta * w).
+struct MixOp {
+  float alpha;
+  float beta;
+  GW_HOST_DEVICE float operator()(float local, float w) const {
+    return add_rn(mul_rn(alpha, local), mul_rn(beta, w));
+  }
+};
+
 struct ScaleToOp {
   float alpha;
   GW_HOST_DEVICE float operator()(float x) const { return mul_rn(x, alpha); }
@@ -180,6 +189,12 @@ void outer_step(const Policy& policy, const float* x, float alpha, bool x_is_del
   if (n == 0) return;
   const thrust::counting_iterator<std::size_t> first(0);
   thrust::for_each(policy, first, first + n, OuterStepOp{x, alpha, x_is_delta, w, a, u, step});
+}
+
+template <class Policy>
+void mix(const Policy& policy, const float* local, float alpha, float* w, std::size_t n) {
+  if (n == 0) return;
+  thrust::transform(policy, local, local + n, w, w, MixOp{alpha, 1.0f - alpha});
 }
 
 template <class Policy>

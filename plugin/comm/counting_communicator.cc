@@ -175,13 +175,35 @@ CountingCommunicator::Bytes CountingCommunicator::charge(const Collective& c) co
 
 // The inner communicator first: it refuses what it cannot carry (a data type it does not know,
 // say) with its own CommError, which charge() would pre-empt with a plainer one.
+void CountingCommunicator::set_guard(const void* owner, std::function<void()> guard) {
+  std::lock_guard<std::mutex> lock(guards_mutex_);
+  std::vector<std::pair<const void*, std::function<void()>>> kept;
+  for (auto& g : guards_) {
+    if (g.first != owner) kept.push_back(std::move(g));
+  }
+  if (guard) kept.emplace_back(owner, std::move(guard));
+  guards_ = std::move(kept);
+  guard_count_.store(guards_.size());
+}
+
+void CountingCommunicator::run_guards() {
+  std::vector<std::function<void()>> calls;
+  {
+    std::lock_guard<std::mutex> lock(guards_mutex_);
+    for (const auto& g : guards_) calls.push_back(g.second);
+  }
+  for (const auto& call : calls) call();  // outside the lock: a guard's wait runs collectives
+}
+
 WorkHandle CountingCommunicator::start(const Collective& c) {
+  if (guard_count_.load() != 0) run_guards();
   WorkHandle work = inner_->start(c);
   record(c.kind, charge(c));
   return work;
 }
 
 void CountingCommunicator::run(const Collective& c) {
+  if (guard_count_.load() != 0) run_guards();
   inner_->run(c);
   record(c.kind, charge(c));
 }

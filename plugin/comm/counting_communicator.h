@@ -6,7 +6,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <utility>
 #include <vector>
 
 #include "plugin/comm/communicator.h"
@@ -70,6 +73,7 @@ class CountingCommunicator : public Communicator {
   WorkHandle start(const Collective& c) override;
   void run(const Collective& c) override;
   void barrier() override {
+    if (guard_count_.load() != 0) run_guards();
     inner_->barrier();
     last_barrier_end_.store(std::chrono::steady_clock::now().time_since_epoch().count());
   }
@@ -88,6 +92,12 @@ class CountingCommunicator : public Communicator {
   }
   void reset();
 
+  // A call made before each collective this communicator (not its levels) runs, on any thread,
+  // while one is set: streaming diloco completes its exchange in flight on its engine thread
+  // first, so that no two threads of the rank are inside MPI at once (Note [Streaming DiLoCo]).
+  // One per owner; an empty function removes the owner's.
+  void set_guard(const void* owner, std::function<void()> guard);
+
   Communicator& inner() { return *inner_; }
 
   // The per-rank byte figures of Note [What the counters count], for one call.
@@ -99,6 +109,10 @@ class CountingCommunicator : public Communicator {
     std::uint64_t sent = 0, received = 0, inter_sent = 0, inter_received = 0;
   };
   void record(TrafficKind kind, const Bytes& bytes);
+  void run_guards();
+  std::mutex guards_mutex_;
+  std::vector<std::pair<const void*, std::function<void()>>> guards_;
+  std::atomic<std::size_t> guard_count_{0};
   std::atomic<std::chrono::steady_clock::rep> last_barrier_end_{0};
   bool remote(std::size_t other) const;     // `other` is on another node than this rank
   Bytes charge(const Collective& c) const;  // Note [What the counters count], for one call

@@ -130,6 +130,14 @@ TEST(ThrustOmp, LocalSgdAveragingMatchesCpuBitForBit) {
     cpu::scale_to(w0.data(), 1.0f / 3.0f, s.data(), n);
     thrust_algo::scale_to(omp, w0.data(), 1.0f / 3.0f, s2.data(), n);
     ASSERT_TRUE(same_bits(s, s2));
+
+    // Streaming DiLoCo's mixing, at the default alpha and one that rounds.
+    for (float alpha : {0.5f, 0.3f}) {
+      std::vector<float> m = a0, m2 = a0;
+      cpu::mix(w0.data(), alpha, m.data(), n);
+      thrust_algo::mix(omp, w0.data(), alpha, m2.data(), n);
+      ASSERT_TRUE(same_bits(m, m2)) << "alpha " << alpha;
+    }
   }
 }
 
