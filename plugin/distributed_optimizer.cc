@@ -365,7 +365,11 @@ void DistributedOptimizer::step() {
     compression_.step_exchanged(steps_, comm_->counters()[TrafficKind::kGradient].sent_bytes);
   }
   end.end = observers_.now();
-  if (local_sgd_->averages_after(steps_)) average_parameters(/*scheduled=*/true);
+  if (local_sgd_->streaming()) {
+    local_sgd_->stream_after(steps_, log_);  // Note [Streaming DiLoCo]
+  } else if (local_sgd_->averages_after(steps_)) {
+    average_parameters(/*scheduled=*/true);
+  }
   end.step = steps_++;
   facts_ = StepFacts{};
   accumulation_.step_ended();
@@ -388,6 +392,10 @@ void DistributedOptimizer::check_between_steps(const char* what) const {
 void DistributedOptimizer::synchronize_parameters() {
   check_between_steps("synchronize_parameters");
   if (local_sgd_->local_steps_since_average() == 0) return;
+  if (local_sgd_->streaming()) {
+    local_sgd_->stream_all(steps_ - 1, log_);
+    return;
+  }
   average_parameters(/*scheduled=*/false);
 }
 

@@ -192,6 +192,9 @@ class DistributedOptimizer {
   // Whether every rank holds the same parameters now: under every_step always; under a local
   // policy (diloco included) when no local step ran since the last averaging point.
   bool parameters_in_step() const { return local_sgd_->local_steps_since_average() == 0; }
+  // Streaming diloco with a delay: a fragment's exchange is in flight between steps, and every
+  // collective of the program's waits for it (Note [Streaming DiLoCo]). The same on every rank.
+  bool exchange_in_flight() const { return local_sgd_->in_flight(); }
   const sync_policies::SyncPolicy& sync_policy() const { return local_sgd_->policy(); }
   Optimizer& inner() { return *inner_; }
   CountingCommunicator& communicator() { return *comm_; }

@@ -1,5 +1,7 @@
 #include "plugin/local_sgd_averaging.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <istream>
 #include <ostream>
 #include <sstream>
@@ -8,6 +10,8 @@
 #include "common/binary_stream.h"
 #include "compressors/none_compressor.h"
 #include "kernels/update.h"
+#include "plugin/comm/counting_communicator.h"
+#include "plugin/config/config.h"
 #include "plugin/config/params.h"
 
 namespace gw {
@@ -36,12 +40,54 @@ LocalSgdAveraging::LocalSgdAveraging(const SyncSettings& settings,
   stats_.policy = policy_.name();
   stats_.parameter_wire = deltas_ ? wire_->name() + " deltas" : "fp32 parameters";
   if (outer_) stats_.outer_optimizer = outer_->describe();
+  if (outer_ && settings.streaming.fragments > 0) start_streaming(settings.streaming);
+}
+
+LocalSgdAveraging::~LocalSgdAveraging() {
+  if (streaming_.guarded) static_cast<CountingCommunicator&>(comm_).set_guard(this, {});
+}
+
+void LocalSgdAveraging::start_streaming(const SyncSettings::Streaming& streaming) {
+  streaming_.settings = streaming;
+  const auto fragments = static_cast<std::size_t>(streaming.fragments);
+  try {
+    streaming_.plan = fusion::plan_fragments(plan_, params_.numels(), fragments);
+  } catch (const std::invalid_argument&) {
+    throw config::ConfigError(std::string(config::keys::kDilocoFragments) + "=" +
+                              std::to_string(fragments) + " exceeds the model's " +
+                              std::to_string(params_.size()) +
+                              " parameter tensors: each fragment holds at least one whole tensor");
+  }
+  buckets_ = params_.bucket_views(streaming_.plan.buckets, flat_.data());
+  exchanges_ = std::vector<BucketExchange>(streaming_.plan.buckets.size());
+  streaming_.fragments.resize(fragments);
+  for (std::size_t f = 0; f < fragments; ++f)
+    streaming_.fragments[f].buckets = streaming_.plan.buckets_of[f];
+  if (streaming_.settings.mixing > 0.0f)
+    streaming_.own = kernels::Buffer<float>(params_.numel(), stream_);
+  streaming_.engine =
+      std::make_unique<Engine>([this](std::size_t f) { run_fragment_job(f); }, fragments);
+  if (streaming_.settings.delay > 0) {
+    auto* counting = dynamic_cast<CountingCommunicator*>(&comm_);
+    if (!counting) {
+      throw std::logic_error(std::string(config::keys::kDilocoDelay) +
+                             " > 0 needs a CountingCommunicator to keep its exchange apart from "
+                             "the program's collectives");
+    }
+    counting->set_guard(this, [this] { wait_in_flight(); });
+    streaming_.guarded = true;
+  }
+  char text[128];
+  std::snprintf(text, sizeof text, "; streamed in %zu fragments, delay %lld, mixing %g", fragments,
+                static_cast<long long>(streaming_.settings.delay),
+                static_cast<double>(streaming_.settings.mixing));
+  stats_.outer_optimizer += text;
 }
 
 void LocalSgdAveraging::add_loss(std::int64_t step, double loss) {
   if (step >= policy_.options().begin_step) {
-    loss_sum_ += loss;
-    ++loss_count_;
+    loss_.sum += loss;
+    ++loss_.count;
   }
 }
 
@@ -65,18 +111,25 @@ void LocalSgdAveraging::before_update(bool local_step) {
     anchor_valid_ = true;
   }
   ++local_steps_since_average_;
+  for (Fragment& f : streaming_.fragments) ++f.local_steps;
+}
+
+std::int64_t LocalSgdAveraging::local_steps_since_average() const {
+  if (!streaming()) return local_steps_since_average_;
+  std::int64_t most = 0;
+  for (const Fragment& f : streaming_.fragments)
+    most = std::max(most, f.local_steps + (f.in_flight ? 1 : 0));
+  return most;
 }
 
 void LocalSgdAveraging::begin_point() {
   wire_->begin_step(outer_ ? outer_->steps() : stats_.parameter_exchanges);
 }
 
-void LocalSgdAveraging::average_bucket(std::size_t b) {
-  const fusion::Bucket& bucket = plan_.buckets[b];
-  const float inv_n = 1.0f / static_cast<float>(comm_.size());
+void LocalSgdAveraging::snapshot(std::size_t b) {
   float* flat = flat_.data();
-  for (std::size_t i = bucket.begin; i < bucket.end; ++i) {
-    const ParameterSet::Registered& p = params_[i];
+  for (const auto& t : buckets_[b].tensors) {
+    const ParameterSet::Registered& p = params_[t.parameter];
     if (deltas_) {
       kernels::subtract(p.spec.value, anchor_.data() + p.offset, flat + p.offset, p.spec.numel,
                         stream_);
@@ -84,6 +137,13 @@ void LocalSgdAveraging::average_bucket(std::size_t b) {
       kernels::copy_bytes(flat + p.offset, p.spec.value, p.spec.numel * sizeof(float), stream_);
     }
   }
+}
+
+void LocalSgdAveraging::average_bucket(std::size_t b) {
+  const fusion::Bucket& bucket = plan_.buckets[b];
+  const float inv_n = 1.0f / static_cast<float>(comm_.size());
+  float* flat = flat_.data();
+  snapshot(b);
   // fp16 comes back averaged (each rank sends delta / n); fp32, sparse and low-rank summed.
   const compressors::ExchangePlan& plan =
       exchanges_[b].run(comm_, *wire_, buckets_[b], TrafficKind::kParameter);
@@ -126,15 +186,15 @@ void LocalSgdAveraging::finish_point(std::int64_t step, bool scheduled, const Lo
   if (scheduled) {
     double loss = 0.0;
     if (policy_.needs_loss()) {
-      double sums[2] = {loss_sum_, static_cast<double>(loss_count_)};
+      double sums[2] = {loss_.sum, static_cast<double>(loss_.count)};
       comm_.allreduce(sums, 2, DataType::kFloat64, ReduceOp::kSum, TrafficKind::kControl);
       loss = sums[0] / sums[1];
       point.has_loss = true;
       point.loss = loss;
     }
     policy_.averaged(step, loss, inner_.learning_rate());
-    loss_sum_ = 0.0;
-    loss_count_ = 0;
+    loss_.sum = 0.0;
+    loss_.count = 0;
   }
   point.next_k = policy_.period();
   stats_.points.push_back(point);
@@ -214,9 +274,10 @@ T get(std::istream& in) {
 
 void LocalSgdAveraging::save_state(std::ostream& out) const {
   using binary::put;
+  wait_in_flight();  // the wire's residuals and the results in flight are complete
   policy_.save_state(out);
-  put<double>(out, loss_sum_);
-  put<std::int64_t>(out, loss_count_);
+  put<double>(out, loss_.sum);
+  put<std::int64_t>(out, loss_.count);
   put<std::int64_t>(out, local_steps_since_average_);
   put<std::uint8_t>(out, anchor_valid_ ? 1 : 0);
   const std::uint64_t anchor_size = anchor_valid_ ? flat_.size() : 0;
@@ -226,14 +287,17 @@ void LocalSgdAveraging::save_state(std::ostream& out) const {
   stream_.synchronize();
   out.write(reinterpret_cast<const char*>(anchor.data()),
             static_cast<std::streamsize>(anchor_size * sizeof(float)));
-  // diloco: the wire's error feedback and the outer momentum (Note [DiLoCo]).
+  // diloco: the fragments (Note [Streaming DiLoCo]), the wire's error feedback and the outer
+  // momentum (Note [DiLoCo]).
   if (outer_) {
+    if (streaming()) save_streaming(out);
     wire_->save_state(out);
     outer_->save_state(out);
   }
 }
 
 void LocalSgdAveraging::load_state(std::istream& in) {
+  wait_in_flight();  // what this run has in flight is replaced by the checkpoint's
   std::stringstream policy_before;
   policy_.save_state(policy_before);
   double loss_sum = 0;
@@ -262,10 +326,12 @@ void LocalSgdAveraging::load_state(std::istream& in) {
     policy_.load_state(policy_before);
     throw;
   }
+  std::vector<Fragment> fragments;
   if (outer_) {
     std::stringstream wire_before;
     wire_->save_state(wire_before);
     try {
+      if (streaming()) fragments = read_streaming(in);
       wire_->load_state(in);
       outer_->load_state(in);  // all or nothing itself
     } catch (...) {
@@ -274,8 +340,27 @@ void LocalSgdAveraging::load_state(std::istream& in) {
       throw;
     }
   }
-  loss_sum_ = loss_sum;
-  loss_count_ = loss_count;
+  if (streaming()) {
+    // The results in flight go back where their exchange left them.
+    for (std::size_t f = 0; f < fragments.size(); ++f) {
+      if (!fragments[f].in_flight) continue;
+      const std::vector<float>& saved = fragments[f].saved_flat;
+      std::size_t at = 0;
+      for (std::size_t b : streaming_.fragments[f].buckets) {
+        kernels::copy_bytes(buckets_[b].data, saved.data() + at, buckets_[b].numel * sizeof(float),
+                            stream_);
+        at += buckets_[b].numel;
+      }
+    }
+    stream_.synchronize();
+    for (std::size_t f = 0; f < fragments.size(); ++f) {
+      fragments[f].buckets = std::move(streaming_.fragments[f].buckets);
+      fragments[f].saved_flat.clear();
+    }
+    streaming_.fragments = std::move(fragments);
+  }
+  loss_.sum = loss_sum;
+  loss_.count = loss_count;
   local_steps_since_average_ = local_steps;
   anchor_valid_ = anchor_valid;
   if (anchor_valid_) {

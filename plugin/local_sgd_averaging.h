@@ -13,8 +13,10 @@
 
 #include "compressors/compressor.h"
 #include "fusion/bucket_plan.h"
+#include "fusion/fragments.h"
 #include "kernels/stream.h"
 #include "plugin/comm/communicator.h"
+#include "plugin/engine.h"
 #include "plugin/exchange/bucket_exchange.h"
 #include "plugin/logger.h"
 #include "plugin/optimizer.h"
@@ -34,6 +36,7 @@ struct AveragingPoint {
   bool has_loss = false;         // adaptive_local_sgd: loss is the mean training loss over ranks
   double loss = 0.0;             // and over the steps since the previous scheduled point
   bool requested = false;        // synchronize_parameters(), outside the schedule
+  std::int64_t fragment = -1;    // streaming diloco: the fragment whose outer step this was
 };
 
 // What the sync policy did over the run so far (the same on every rank).
@@ -66,6 +69,26 @@ struct SyncStats {
 // rounding falls on the small delta, not on the weight. Every rank then sets w = anchor +
 // average(delta) and the anchor to that value. Either way every rank computes the same bits from
 // the same reduced buffer, so after a point all ranks hold identical parameters.
+//
+// Note [Streaming DiLoCo]
+// GRADWIRE_DILOCO_FRAGMENTS=F (Douillard et al., "Streaming DiLoCo with overlapping
+// communication", 2025) cuts the parameters into F runs of whole tensors of about equal size
+// (fusion/fragments.h); each takes diloco's outer step every H steps on its own, fragment f after
+// steps H - 1 + floor(f H / F) + j H, so a point moves about 1/F of the model and the points are
+// spread over the period. With GRADWIRE_DILOCO_DELAY=tau the fragment's pseudo-gradient (taken
+// after step t) travels on an engine thread of its own while the next tau inner steps run; after
+// step t + tau the outer step is applied to it as diloco's (anchor and outer momentum per element),
+// and the rank's parameters become alpha w + (1 - alpha) w_outer, w the rank's own (which went on
+// for tau steps), w_outer the outer step's result, and the anchor w_outer; alpha is
+// GRADWIRE_DILOCO_MIXING. F = 1, tau = 0, alpha = 0 is plain diloco bit for bit. While an exchange
+// is in flight, every collective of the rank's CountingCommunicator on another thread (the
+// program's own, the trainer's per-step divergence vote, AMP's vote) first waits for it
+// (CountingCommunicator::set_guard): MPI is initialised MPI_THREAD_SERIALIZED, so the exchange
+// overlaps compute, never another collective. A checkpoint taken with an exchange in flight holds
+// its result, so the resumed run applies it at the same step. synchronize_parameters() applies
+// what is in flight and then takes every fragment's outer step at once without mixing, so that
+// all ranks hold the same parameters (the trainer's evaluation). The optimizer state is not cut
+// into fragments: GRADWIRE_LOCAL_SGD_AVERAGE_STATE=1 is refused.
 
 class LocalSgdAveraging {
  public:
@@ -76,14 +99,32 @@ class LocalSgdAveraging {
   LocalSgdAveraging(const SyncSettings& settings, std::unique_ptr<compressors::Compressor> wire,
                     Communicator& comm, Optimizer& inner, const ParameterSet& params,
                     const fusion::BucketPlan& plan, const kernels::Stream& stream);
+  ~LocalSgdAveraging();
+  LocalSgdAveraging(const LocalSgdAveraging&) = delete;
+  LocalSgdAveraging& operator=(const LocalSgdAveraging&) = delete;
 
   const sync_policies::SyncPolicy& policy() const { return policy_; }
   const SyncStats& stats() const { return stats_; }
   bool exchanges_gradients(std::int64_t step) const { return policy_.exchanges_gradients(step); }
   bool averages_after(std::int64_t step) const { return policy_.averages_after(step); }
   void count_gradient_exchange() { ++stats_.gradient_exchanges; }
-  // Local steps since the last averaging: synchronize_parameters has nothing to do at 0.
-  std::int64_t local_steps_since_average() const { return local_steps_since_average_; }
+  // Local steps since the last averaging (streaming: the most of any fragment's since its last
+  // exchange began, plus the exchanges in flight): synchronize_parameters has nothing to do at 0.
+  std::int64_t local_steps_since_average() const;
+
+  // Streaming diloco (Note [Streaming DiLoCo]).
+  bool streaming() const { return !streaming_.fragments.empty(); }
+  // Some fragment's outer step is still to come after an exchange that began.
+  bool in_flight() const;
+  // After step `step`'s update: the fragments whose delay has run out get their outer step, then
+  // those due start their exchange (at delay 0 they get their outer step at once).
+  void stream_after(std::int64_t step, const Logger& log);
+  // synchronize_parameters() after step `step`: what is in flight applied without mixing, then
+  // every fragment with local steps exchanged and applied without mixing.
+  void stream_all(std::int64_t step, const Logger& log);
+  // Blocks until the exchanges in flight have run (their outer steps wait for their step);
+  // throws the engine's failure. Returns at once on the exchange's own thread.
+  void wait_in_flight() const;
 
   // This rank's training loss for `step`; a period's loss counts from the switch to local steps.
   void add_loss(std::int64_t step, double loss);
@@ -115,6 +156,16 @@ class LocalSgdAveraging {
 
  private:
   void average_state();
+  void snapshot(std::size_t b);  // flat_ for bucket b: the parameters, or their deltas
+  void start_streaming(const SyncSettings::Streaming& streaming);
+  void start_fragment(std::size_t f, std::int64_t step);
+  void run_fragment_job(std::size_t f);  // the engine's job: exchange_fragment on its thread
+  void exchange_fragment(std::size_t f);
+  void finish_fragment(std::size_t f, float mixing, bool requested, const Logger& log);
+  void record_point(AveragingPoint point, const Logger& log);
+  void save_streaming(std::ostream& out) const;
+  struct Fragment;
+  std::vector<Fragment> read_streaming(std::istream& in) const;
 
   Communicator& comm_;
   Optimizer& inner_;
@@ -142,8 +193,29 @@ class LocalSgdAveraging {
     kernels::Buffer<float> flat;
   } state_;
   std::int64_t local_steps_since_average_ = 0;
-  double loss_sum_ = 0.0;  // this rank's losses since the last scheduled point
-  std::int64_t loss_count_ = 0;
+  // Streaming diloco: buckets_ and exchanges_ are over streaming_.plan.buckets.
+  struct Fragment {
+    std::vector<std::size_t> buckets;  // into buckets_ and exchanges_
+    std::int64_t outer_steps = 0;
+    std::int64_t local_steps = 0;  // since its last exchange began
+    bool in_flight = false;        // exchanged (or exchanging), its outer step not yet taken
+    std::int64_t started_after = -1;
+    std::int64_t started_local_steps = 0;  // its local steps when the exchange began
+    std::vector<float> alphas;      // per tensor of its buckets in order: the mean is flat_ * alpha
+    std::vector<float> saved_flat;  // load_state: the result in flight, until it is in flat_
+  };
+  struct Streaming {
+    SyncSettings::Streaming settings;
+    fusion::FragmentPlan plan;
+    std::vector<Fragment> fragments;
+    kernels::Buffer<float> own;  // the rank's parameters while the outer step overwrites them
+    std::unique_ptr<Engine> engine;
+    bool guarded = false;  // set_guard on comm_ (delay > 0)
+  } streaming_;
+  struct LossSince {  // this rank's losses since the last scheduled point
+    double sum = 0.0;
+    std::int64_t count = 0;
+  } loss_;
   SyncStats stats_;
 };
 

@@ -36,6 +36,9 @@ SyncSettings read_values(const config::Config& config) {
   s.outer.lr = static_cast<float>(config.get_float(keys::kOuterLr));
   s.outer.momentum = static_cast<float>(config.get_float(keys::kOuterMomentum));
   if (s.outer.rule == kernels::OuterRule::kAverage) s.outer.momentum = 0.0f;
+  s.streaming.fragments = config.get_int(keys::kDilocoFragments);
+  s.streaming.delay = config.get_int(keys::kDilocoDelay);
+  s.streaming.mixing = static_cast<float>(config.get_float(keys::kDilocoMixing));
   return s;
 }
 
@@ -74,6 +77,9 @@ void check_parameters_apply(const config::Config& config, const SyncSettings& s)
       {keys::kOuterOptimizer, {SyncMode::kDiloco}, "diloco"},
       {keys::kOuterLr, {SyncMode::kDiloco}, "diloco"},
       {keys::kOuterMomentum, {SyncMode::kDiloco}, "diloco"},
+      {keys::kDilocoFragments, {SyncMode::kDiloco}, "diloco"},
+      {keys::kDilocoDelay, {SyncMode::kDiloco}, "diloco"},
+      {keys::kDilocoMixing, {SyncMode::kDiloco}, "diloco"},
   };
   for (const Applies& a : applies) {
     bool applies_here = false;
@@ -88,6 +94,39 @@ void check_parameters_apply(const config::Config& config, const SyncSettings& s)
                                 setting(config, keys::kSync) + ": it applies to " + a.policies +
                                 ". Set " + keys::kSync + " to one of those, or unset " + a.key);
     }
+  }
+}
+
+// Streaming diloco's fragments, delay and mixing (Note [Streaming DiLoCo]).
+void check_streaming(const config::Config& config, const SyncSettings& s) {
+  const SyncSettings::Streaming& st = s.streaming;
+  if (st.fragments == 0) {
+    for (const char* key : {keys::kDilocoDelay, keys::kDilocoMixing}) {
+      if (is_set(config, key)) {
+        throw config::ConfigError(setting(config, key) + " applies to streaming diloco only; set " +
+                                  keys::kDilocoFragments + " >= 1 (1 streams the whole model " +
+                                  "as one fragment), or unset " + key);
+      }
+    }
+    return;
+  }
+  if (s.average_state) {
+    throw config::ConfigError(setting(config, keys::kLocalSgdAverageState) +
+                              " cannot be combined " + "with " +
+                              setting(config, keys::kDilocoFragments) +
+                              ": the optimizer state is not cut into fragments. Unset one of them");
+  }
+  if (st.fragments > s.policy.period) {
+    throw config::ConfigError(setting(config, keys::kDilocoFragments) + " exceeds " +
+                              setting(config, keys::kLocalSgdK) +
+                              ": each fragment takes its outer step at its own offset within the "
+                              "H steps, so there can be at most H fragments");
+  }
+  if (st.delay >= s.policy.period) {
+    throw config::ConfigError(setting(config, keys::kDilocoDelay) + " is not below " +
+                              setting(config, keys::kLocalSgdK) +
+                              ": a fragment's exchange must be applied before its next one "
+                              "starts (0 <= tau < H)");
   }
 }
 
@@ -108,6 +147,7 @@ void check_policy_parameters(const config::Config& config, const SyncSettings& s
                               ", which keeps no momentum; unset it, or set " +
                               keys::kOuterOptimizer + "=nesterov or heavy_ball");
   }
+  if (mode == SyncMode::kDiloco) check_streaming(config, s);
   if (mode == SyncMode::kAdaptiveLocalSgd && s.policy.initial_period > s.policy.max_period) {
     throw config::ConfigError(setting(config, keys::kAdaptiveInitK) + " exceeds " +
                               setting(config, keys::kAdaptiveMaxK) +

@@ -2,6 +2,8 @@
 // combinations that make no sense.
 #pragma once
 
+#include <cstdint>
+
 #include "kernels/outer_rule.h"
 #include "plugin/config/config.h"
 #include "plugin/optimizer.h"
@@ -14,6 +16,13 @@ struct SyncSettings {
   bool average_state = false;  // GRADWIRE_LOCAL_SGD_AVERAGE_STATE
   // diloco: GRADWIRE_OUTER_OPTIMIZER, GRADWIRE_OUTER_LR, GRADWIRE_OUTER_MOMENTUM (Note [DiLoCo]).
   kernels::OuterStep outer;
+  // Streaming diloco (Note [Streaming DiLoCo]): GRADWIRE_DILOCO_FRAGMENTS (0: off),
+  // GRADWIRE_DILOCO_DELAY and GRADWIRE_DILOCO_MIXING.
+  struct Streaming {
+    std::int64_t fragments = 0;
+    std::int64_t delay = 0;
+    float mixing = 0.5f;
+  } streaming;
   // GRADWIRE_SYNC=auto: every_step (policy) until auto decides; local_sgd at policy.period is
   // one of its candidates (local_sgd()).
   bool automatic = false;
@@ -35,7 +44,9 @@ struct SyncSettings {
 //   steps use each rank's own gradient and averaging averages, so a summed gradient would change
 //   the step size by the world size between synchronous and local steps);
 // - diloco meets GRADWIRE_COMPRESSOR=dgc or auto (its pseudo-gradients go through none, fp16, topk
-//   or powersgd; Note [DiLoCo]), or GRADWIRE_OUTER_OPTIMIZER=average a GRADWIRE_OUTER_MOMENTUM.
+//   or powersgd; Note [DiLoCo]), or GRADWIRE_OUTER_OPTIMIZER=average a GRADWIRE_OUTER_MOMENTUM;
+// - GRADWIRE_DILOCO_DELAY or _MIXING is set without GRADWIRE_DILOCO_FRAGMENTS, the fragments
+//   exceed H, or the delay is not below H.
 SyncSettings read_sync_settings(const config::Config& config);
 
 // Throws config::ConfigError when GRADWIRE_LOCAL_SGD_AVERAGE_STATE=1 meets an inner optimizer

@@ -10,7 +10,7 @@ namespace {
 // Record sizes, for the counts' checks.
 constexpr std::size_t kEpochRecord = 7 * 8;
 constexpr std::size_t kEvalRecord = 6 * 8;
-constexpr std::size_t kPointRecord = 4 * 8 + 1 + 8 + 1;
+constexpr std::size_t kPointRecord = 4 * 8 + 1 + 8 + 1 + 8;
 constexpr std::size_t kTimedRecord = 2 * 8;
 
 }  // namespace
@@ -53,6 +53,7 @@ std::string report_payload(const RunFigures& f) {
     w.flag(p.has_loss);
     w.pod(p.loss);
     w.flag(p.requested);
+    w.pod<std::int64_t>(p.fragment);
   }
   const CompressionStats& c = f.compression;
   w.name(c.compressor);
@@ -123,6 +124,7 @@ void read_report(CheckpointReader& r, RunFigures& f) {
     p.has_loss = r.flag("an averaging point's loss flag");
     p.loss = r.pod<double>("an averaging point's loss");
     p.requested = r.flag("an averaging point's requested flag");
+    p.fragment = r.pod<std::int64_t>("an averaging point's fragment");
   }
   CompressionStats& c = f.compression;
   c.compressor = r.name("the compressor's name");

@@ -210,6 +210,7 @@ nlohmann::json sync_json(const SyncStats& sync, const std::vector<CompressionSta
                             {"next_k", p.next_k},
                             {"requested", p.requested}};
     if (p.has_loss) point["loss"] = p.loss;
+    if (p.fragment >= 0) point["fragment"] = p.fragment;
     if (!p.requested) ++scheduled;
     points.push_back(std::move(point));
   }
@@ -229,7 +230,9 @@ nlohmann::json sync_json(const SyncStats& sync, const std::vector<CompressionSta
        "parameter averaging: the step after whose update it ran, the local steps before it, k (the "
        "period in force), next_k (the period from there), the mean training loss "
        "(adaptive_local_sgd), and whether the program requested it (synchronize_parameters before "
-       "evaluation) rather than the schedule; bytes are the busiest rank's gradient + parameter "
+       "evaluation) rather than the schedule; under streaming diloco one per fragment's outer "
+       "step, with the fragment and the step after which its exchange began; bytes are the busiest "
+       "rank's gradient + parameter "
        "bytes, against GRADWIRE_COMPRESSOR=none's fp32 gradient allreduce at every step; "
        "parameter_wire: how the parameters travel at a point (diloco: its pseudo-gradients, "
        "through GRADWIRE_COMPRESSOR), outer_optimizer: diloco's"},

@@ -38,20 +38,19 @@ DistributedOptimizerOptions optimizer_options(const config::Config& config,
 // NaN, and every further step is wasted. The ranks must stop at the same step, since the rest of
 // the run (evaluation, the report) is collective, and a rank cannot know another's loss. So after
 // every step the ranks take the minimum over the ranks whose loss is not finite (the world size
-// when none), one 8-byte allreduce counted as control traffic. The run then ends as at a time
+// when none), with the step where each saw it, one 8-byte allreduce counted as control traffic
+// (DivergenceVote). The run then ends as at a time
 // budget (the epoch's evaluation, the report with a "diverged" entry) and gradwire_train exits
 // with code 3 on every rank. Under mixed precision a step that overflows is skipped instead, and
 // the scale backs off; but a scale at its floor that still overflows step after step
 // (kStuckSkips in a row) cannot back off any further, and that run has diverged too.
+//
+// Under streaming diloco with a delay (Note [Streaming DiLoCo]) a fragment's exchange overlaps
+// the next steps, and any collective of the trainer's waits for it; so the vote is taken only
+// after steps with no exchange in flight (the same steps on every rank), and at least once every
+// H steps, each rank voting on what it saw since the last vote. A run then stops at most H - 1
+// steps after the step whose loss was not finite, and the report names that step.
 constexpr std::int64_t kStuckSkips = 8;
-
-// Returns the lowest rank whose loss is not finite (or whose loss scale is stuck), or -1.
-int first_diverged_rank(double loss, bool skipped_by_amp, bool amp_stuck, Communicator& comm) {
-  const bool bad = (!std::isfinite(loss) && !skipped_by_amp) || amp_stuck;
-  std::int64_t rank = bad ? comm.rank() : comm.size();
-  comm.allreduce(&rank, 1, DataType::kInt64, ReduceOp::kMin, TrafficKind::kControl);
-  return rank < comm.size() ? static_cast<int>(rank) : -1;
-}
 
 }  // namespace
 
@@ -104,7 +103,7 @@ void TrainingRun::resume(const Checkpoint& c) {
   traffic_.resume_from(c.figures.traffic);
   stats_.resume_from(c.figures.sync, c.figures.compression);
   timer_ = StepTimer(c.steps);
-  wall_before_ = c.figures.wall_seconds;
+  wall_.before = c.figures.wall_seconds;
   // The run goes on inside the epoch it was saved in, with that epoch's figures so far.
   epoch_.number = static_cast<int>(c.epoch);
   epoch_.steps_done = static_cast<std::size_t>(c.step_in_epoch);
@@ -114,7 +113,7 @@ void TrainingRun::resume(const Checkpoint& c) {
   epoch_.wall_before = c.figures.epoch_wall_seconds;
 }
 
-void TrainingRun::start() { run_start_ = synchronized_now(*comm_) - wall_before_; }
+void TrainingRun::start() { wall_.run_start = synchronized_now(*comm_) - wall_.before; }
 
 // Note [Room for what a run writes]
 void TrainingRun::check_room_for_outputs() {
@@ -195,15 +194,20 @@ bool TrainingRun::step() {
   const amp::LossScaler* scaler = optimizer_.loss_scaler();
   const bool skipped = scaler != nullptr && scaler->skipped_steps() > skipped_before;
   const bool stuck = skipped && scaler->at_floor() && scaler->consecutive_skips() >= kStuckSkips;
-  if (const int bad = first_diverged_rank(loss, skipped, stuck, *comm_); bad >= 0) {
-    const std::string at = " at step " + std::to_string(result_.steps - 1);
+  const std::optional<DivergenceVote::Diverged> diverged =
+      vote_.after_step(!std::isfinite(loss) && !skipped, stuck, loss, result_.steps - 1,
+                       optimizer_.exchange_in_flight(), optimizer_.sync_policy().period(), *comm_);
+  if (diverged) {
+    const int bad = diverged->rank;
+    const std::string at = " at step " + std::to_string(diverged->step);
     const std::string why =
-        stuck ? "the loss scale of rank " + std::to_string(bad) + " is at its floor (" +
-                    std::to_string(scaler->scale()) + ") and its last " +
-                    std::to_string(scaler->consecutive_skips()) +
-                    " steps overflowed and were skipped" + at
-              : "the training loss of rank " + std::to_string(bad) + " is not finite" + at +
-                    (comm_->rank() == bad ? " (" + std::to_string(loss) + ")" : "");
+        diverged->stuck
+            ? "the loss scale of rank " + std::to_string(bad) + " is at its floor (" +
+                  std::to_string(scaler->scale()) + ") and its last " +
+                  std::to_string(scaler->consecutive_skips()) +
+                  " steps overflowed and were skipped" + at
+            : "the training loss of rank " + std::to_string(bad) + " is not finite" + at +
+                  (comm_->rank() == bad ? " (" + std::to_string(diverged->loss) + ")" : "");
     result_.diverged = Divergence{result_.steps, why + "; the run stopped there"};
     stop_ = true;
     return false;
@@ -315,7 +319,7 @@ void TrainingRun::record_evaluation(const Evaluation& eval, double trained, doub
   p.step = result_.steps;
   p.epoch = static_cast<double>(result_.steps) / static_cast<double>(sharder_.steps_per_epoch());
   p.train_seconds = trained;
-  p.wall_seconds = now - run_start_;
+  p.wall_seconds = now - wall_.run_start;
   p.test_accuracy = eval.accuracy;
   p.test_loss = eval.loss;
   p.gradient_bytes_sent = c[TrafficKind::kGradient].sent_bytes;
@@ -375,7 +379,7 @@ Checkpoint TrainingRun::checkpoint_at(double now) const {
   f.history = result_.history;
   f.sync = stats_.sync(optimizer_);
   f.compression = stats_.compression(optimizer_);
-  f.wall_seconds = now - run_start_;
+  f.wall_seconds = now - wall_.run_start;
   f.train_seconds = result_.train_seconds;
   f.epoch_train_seconds = at_end ? 0.0 : epoch_.clock->trained();
   f.epoch_wall_seconds = at_end ? 0.0 : now - epoch_.clock->epoch_start();
@@ -386,7 +390,7 @@ bool TrainingRun::ranks_in_step() const { return optimizer_.parameters_in_step()
 
 TrainResult TrainingRun::finish() {
   report_device();
-  result_.wall_seconds = synchronized_now(*comm_) - run_start_;
+  result_.wall_seconds = synchronized_now(*comm_) - wall_.run_start;
   result_.final_test_accuracy = result_.epochs.empty() ? 0.0 : result_.epochs.back().test_accuracy;
   result_.stopped_by_time_budget = stop_ && !result_.diverged;
   result_.per_rank = gather_per_rank(traffic_.now(), stats_.compression(optimizer_), *comm_);

@@ -13,6 +13,7 @@
 #include "plugin/config/config.h"
 #include "plugin/distributed_optimizer.h"
 #include "reference_trainer/app/checkpoint_schedule.h"
+#include "reference_trainer/app/divergence_vote.h"
 #include "reference_trainer/app/progress.h"
 #include "reference_trainer/app/run_schedule.h"
 #include "reference_trainer/app/run_stats.h"
@@ -118,9 +119,12 @@ class TrainingRun {
   std::vector<std::size_t> indices_;  // the step's batch
   EpochProgress epoch_;
   bool room_checked_ = false;  // check_room_for_outputs() ran
-  double run_start_ = 0;       // synchronized wall time the run started (earlier, when resumed)
-  double wall_before_ = 0;     // a resumed run's wall seconds before this process
+  struct Wall {
+    double run_start = 0;  // synchronized wall time the run started (earlier, when resumed)
+    double before = 0;     // a resumed run's wall seconds before this process
+  } wall_;
   bool stop_ = false;
+  DivergenceVote vote_;  // Note [Diverged runs]
 };
 
 }  // namespace gw::trainer

@@ -24,6 +24,9 @@ case $strategy in
   local_sgd) extra+=(--eval-every 7); total=48; splits=(20 32) ;;
   post_local_sgd) splits=(22) ;;
   adaptive_local_sgd) splits=(21) ;;
+  # Fragment 0's exchange after step 15 is in flight at the split (its outer step after step 17),
+  # and fragment 1's after step 19 at the second; epoch 1 ends (and synchronizes) at step 32.
+  streaming_diloco) total=44; splits=(17 21) ;;
   # The amp settings change the loss scale on both sides of the split.
 esac
 

@@ -27,6 +27,11 @@ strategy_settings() {
     diloco) vars=(GRADWIRE_SYNC=diloco GRADWIRE_LOCAL_SGD_K=5 GRADWIRE_COMPRESSOR=topk
                   GRADWIRE_DGC_SPARSITY=0.9)
             extra=(--optimizer adam --lr 0.001) ;;
+    # Streaming DiLoCo (Note [Streaming DiLoCo]): two fragments of H = 8 (outer steps after steps
+    # 7 + 8j and 11 + 8j), each applied 2 steps after its exchange, 2-bit top-k pseudo-gradients.
+    streaming_diloco) vars=(GRADWIRE_SYNC=diloco GRADWIRE_LOCAL_SGD_K=8 GRADWIRE_COMPRESSOR=topk
+                            GRADWIRE_DGC_SPARSITY=0.9 GRADWIRE_SPARSE_WIRE=compact2
+                            GRADWIRE_DILOCO_FRAGMENTS=2 GRADWIRE_DILOCO_DELAY=2) ;;
     # Overflows back the scale off from 1e9 at the start, and growth after every 4 clean steps
     # raises it again.
     amp) vars=(GRADWIRE_AMP=1 GRADWIRE_AMP_INIT_SCALE=1e9 GRADWIRE_AMP_GROWTH_INTERVAL=4) ;;

@@ -9,8 +9,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "drifting_model.h"
 #include "plugin_test_util.h"
-#include "reference_trainer/optim/adam.h"
 #include "reference_trainer/optim/sgd.h"
 
 namespace gw {
@@ -26,31 +26,9 @@ using testing::world;
 
 constexpr std::size_t kTotal = testing::TwoTensorModel::kTotal;
 
-// The two-tensor model with a nonlinear pull, so ranks drift apart between outer steps; "big" is
-// a 60 x 50 matrix, so that powersgd sends it as factors.
-struct Model : testing::TwoTensorModel {
-  Model() {
-    pull = [](float w) { return 0.3f * w + 0.5f * w * w * w; };
-  }
-  std::vector<ParameterSpec> specs() {
-    std::vector<ParameterSpec> s = TwoTensorModel::specs();
-    s[0].rows = 60;
-    return s;
-  }
-};
-
-void train(Model& model, DistributedOptimizer& opt, int rank, std::int64_t from, std::int64_t to) {
-  for (std::int64_t step = from; step < to; ++step) {
-    model.gradients(opt, rank, step);
-    opt.step();
-  }
-}
-
-std::unique_ptr<Optimizer> adam() {
-  trainer::Adam::Options a;
-  a.lr = 1e-3;
-  return std::make_unique<trainer::Adam>(a);
-}
+using Model = testing::DriftingModel;
+using testing::adam;
+using testing::train;
 
 TEST(Diloco, OuterLrOneWithoutMomentumIsLocalSgdBitForBit) {
   const auto comm = world();
@@ -332,25 +310,13 @@ TEST(Diloco, SaveThenLoadMidPeriodContinuesBitIdentically) {
   DistributedOptimizer average(comm, sgd(0.9), y.specs(),
                                settings(with(base, {{keys::kOuterOptimizer, "average"}})));
   train(x, nesterov, rank, 0, 4);
-  std::ostringstream from_nesterov, before, after;
-  nesterov.save_state(from_nesterov);
-  average.save_state(before);
-  std::istringstream in(from_nesterov.str());
-  EXPECT_THROW(average.load_state(in), std::runtime_error);
-  average.save_state(after);
-  EXPECT_EQ(before.str(), after.str());
+  testing::expect_checkpoint_refused(nesterov, average);
 }
 
 TEST(Diloco, CombinationsThatMakeNoSenseAreConfigurationErrors) {
   const auto comm = world();
   const auto expect_error = [&](const Settings& s, const std::string& needle) {
-    Model model;
-    try {
-      DistributedOptimizer opt(comm, sgd(0.9), model.specs(), settings(s));
-      ADD_FAILURE() << "no error for " << needle;
-    } catch (const config::ConfigError& e) {
-      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-    }
+    testing::expect_config_error(comm, s, needle);
   };
   expect_error({{keys::kSync, "diloco"}, {keys::kCompressor, "dgc"}},
                "GRADWIRE_SYNC=diloco cannot be combined with GRADWIRE_COMPRESSOR=dgc: dgc's "

@@ -61,6 +61,7 @@ inline Checkpoint sample_checkpoint() {
   a.loss = 0.3;
   f.sync.points = {a, a};
   f.sync.points[1].requested = true;
+  f.sync.points[1].fragment = 3;  // streaming diloco
   f.compression.compressor = "dgc";
   f.compression.warmup_end_step = 30;
   f.compression.steps_after_warmup = 9;

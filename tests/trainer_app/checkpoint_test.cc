@@ -102,6 +102,8 @@ TEST(CheckpointFormat, RoundTripsToTheSameBytesAndValues) {
   EXPECT_EQ(back.figures.history[1].wall_seconds, 1.5);
   ASSERT_EQ(back.figures.sync.points.size(), 2u);
   EXPECT_TRUE(back.figures.sync.points[1].requested);
+  EXPECT_EQ(back.figures.sync.points[0].fragment, -1);
+  EXPECT_EQ(back.figures.sync.points[1].fragment, 3);
   EXPECT_EQ(back.figures.sync.points[0].next_k, 2);
   EXPECT_EQ(back.figures.sync.policy, "adaptive_local_sgd");
   EXPECT_EQ(back.figures.compression.dense_fallbacks, 1);
@@ -240,8 +242,9 @@ TEST(CheckpointFormat, ValuesThatCannotBeAreRefused) {
   refused(c, "the key 'a' appears twice");
   // The parser checks the same (a flag of 2, forged with its checksum).
   std::string bytes = serialize_checkpoint(sample_checkpoint());
-  // The second averaging point's "requested" flag: the byte before the compressor's name.
-  const std::size_t flag = bytes.find(std::string("\x03\0\0\0dgc", 7)) - 1;
+  // The second averaging point's "requested" flag: before its fragment (8 bytes), the last field
+  // before the compressor's name.
+  const std::size_t flag = bytes.find(std::string("\x03\0\0\0dgc", 7)) - 1 - 8;
   bytes[flag] = 2;
   fix_crc(bytes);
   EXPECT_NE(parse_error(bytes).find("an averaging point's requested flag is 2"), std::string::npos)
