@@ -399,6 +399,16 @@ void DistributedOptimizer::synchronize_parameters() {
   average_parameters(/*scheduled=*/false);
 }
 
+bool DistributedOptimizer::use_global_parameters() {
+  check_between_steps("use_global_parameters");
+  return local_sgd_->use_global();
+}
+
+void DistributedOptimizer::restore_own_parameters() {
+  check_between_steps("restore_own_parameters");
+  local_sgd_->restore_own();
+}
+
 void DistributedOptimizer::average_parameters(bool scheduled) {
   // Bucket by bucket on the engine (Note [Parameter averaging wire]).
   facts_.gradients.job = Job::kAverageParameters;

@@ -195,6 +195,12 @@ class DistributedOptimizer {
   // Streaming diloco with a delay: a fragment's exchange is in flight between steps, and every
   // collective of the program's waits for it (Note [Streaming DiLoCo]). The same on every rank.
   bool exchange_in_flight() const { return local_sgd_->in_flight(); }
+  // Streaming diloco, between steps: puts the global model (every fragment's last outer step, the
+  // same on every rank) into the parameters, keeping the rank's own, and returns true, for an
+  // evaluation without communication; restore_own_parameters() puts the rank's own back. Returns
+  // false, changing nothing, under the other policies and before the first step.
+  bool use_global_parameters();
+  void restore_own_parameters();
   const sync_policies::SyncPolicy& sync_policy() const { return local_sgd_->policy(); }
   Optimizer& inner() { return *inner_; }
   CountingCommunicator& communicator() { return *comm_; }

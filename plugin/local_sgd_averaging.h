@@ -116,6 +116,10 @@ class LocalSgdAveraging {
   bool streaming() const { return !streaming_.fragments.empty(); }
   // Some fragment's outer step is still to come after an exchange that began.
   bool in_flight() const;
+  // The global model into the parameters, the rank's own kept (false: not streaming, or no
+  // anchor yet); restore_own() puts them back.
+  bool use_global();
+  void restore_own();
   // After step `step`'s update: the fragments whose delay has run out get their outer step, then
   // those due start their exchange (at delay 0 they get their outer step at once).
   void stream_after(std::int64_t step, const Logger& log);

@@ -57,6 +57,31 @@ bool LocalSgdAveraging::in_flight() const {
   return false;
 }
 
+bool LocalSgdAveraging::use_global() {
+  if (!streaming() || !anchor_valid_) return false;
+  if (streaming_.own.size() != params_.numel()) {
+    streaming_.own = kernels::Buffer<float>(params_.numel(), stream_);
+  }
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    const ParameterSet::Registered& p = params_[i];
+    const std::size_t bytes = p.spec.numel * sizeof(float);
+    kernels::copy_bytes(streaming_.own.data() + p.offset, p.spec.value, bytes, stream_);
+    kernels::copy_bytes(p.spec.value, anchor_.data() + p.offset, bytes, stream_);
+  }
+  stream_.synchronize();
+  return true;
+}
+
+void LocalSgdAveraging::restore_own() {
+  if (!streaming() || !anchor_valid_) return;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    const ParameterSet::Registered& p = params_[i];
+    kernels::copy_bytes(p.spec.value, streaming_.own.data() + p.offset,
+                        p.spec.numel * sizeof(float), stream_);
+  }
+  stream_.synchronize();
+}
+
 void LocalSgdAveraging::stream_after(std::int64_t step, const Logger& log) {
   for (std::size_t f = 0; f < streaming_.fragments.size(); ++f) {
     const Fragment& fr = streaming_.fragments[f];

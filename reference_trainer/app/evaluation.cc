@@ -34,7 +34,10 @@ Evaluation evaluate(TrainingModel& model, const Dataset& test, Communicator& com
 // evaluation, and its gradient and parameter bytes are unchanged. Right after an averaging point
 // (an evaluation every multiple of the period) the ranks hold the same parameters again
 // (DistributedOptimizer::parameters_in_step), and nothing is averaged: on a slow link that
-// allreduce of every parameter costs as much as a point. Evaluation time is kept out of
+// allreduce of every parameter costs as much as a point. Under streaming diloco the ranks are
+// never in step between points (each fragment's mixing keeps part of each rank's own parameters),
+// and the global model, the anchor that every rank holds (Note [Streaming DiLoCo]), is evaluated
+// instead, with no communication at all. Evaluation time is kept out of
 // the training clock (and so out of time-to-accuracy figures); the barriers around it are too.
 Evaluation evaluate_average(TrainingModel& model, const Dataset& test, Communicator& comm,
                             bool ranks_in_step, bool stop_vote) {

@@ -222,8 +222,11 @@ bool TrainingRun::step() {
 bool TrainingRun::evaluate_inside_epoch() {
   const double pause = epoch_.clock->pause();
   const double trained = result_.train_seconds + epoch_.clock->trained();
-  const Evaluation eval = evaluate_average(*model_, data_.test, *comm_, ranks_in_step(),
+  // Streaming diloco: the global model, which every rank holds (Note [Evaluation points]).
+  const bool global = optimizer_.use_global_parameters();
+  const Evaluation eval = evaluate_average(*model_, data_.test, *comm_, global || ranks_in_step(),
                                            schedule_.over_budget(trained));
+  if (global) optimizer_.restore_own_parameters();
   record_evaluation(eval, trained, pause);
   if (comm_->rank() == 0) {
     progress_.finish();

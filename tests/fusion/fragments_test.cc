@@ -10,8 +10,8 @@
 namespace gw::fusion {
 namespace {
 
-// The reference MLP's tensors (784-256-128-10, weights and biases).
-const std::vector<std::size_t> kMlp = {784 * 256, 256, 256 * 128, 128, 128 * 10, 10};
+// The reference MLP's tensors (784-1024-512-10, weights and biases).
+const std::vector<std::size_t> kMlp = {784 * 1024, 1024, 1024 * 512, 512, 512 * 10, 10};
 
 TEST(Fragments, OneFragmentIsTheFusionPlanItself) {
   for (std::size_t threshold : {std::size_t{1}, std::size_t{64 << 10}, std::size_t{64 << 20}}) {
@@ -72,7 +72,7 @@ TEST(Fragments, BoundariesFallNearEqualShares) {
   const std::vector<std::size_t> even(8, 100);
   const FragmentPlan four = plan_fragments(plan_buckets(even, 1 << 20), even, 4);
   EXPECT_EQ(four.first, (std::vector<std::size_t>{0, 2, 4, 6, 8}));
-  // The MLP's first weight is 93% of it: two fragments put it alone in the first.
+  // The MLP's first weight is 60% of it: two fragments are that weight and the rest.
   const FragmentPlan two = plan_fragments(plan_buckets(kMlp, 1 << 20), kMlp, 2);
   EXPECT_EQ(two.first, (std::vector<std::size_t>{0, 1, 6}));
 }

@@ -134,6 +134,15 @@ TEST(StreamingDiloco, FragmentsTakeTheirOuterStepsStaggeredAndMoveTheirOwnBytes)
     EXPECT_EQ(comm->counters()[TrafficKind::kParameter].sent_bytes - before,
               4 * CountingCommunicator::allreduce_bytes(kBig, 4, rank, n) +
                   3 * CountingCommunicator::allreduce_bytes(kTotal - kBig, 4, rank, n));
+    // The global model, for an evaluation between points: the same on every rank, and the
+    // rank's own parameters back afterwards.
+    const std::vector<float> own = model.flat();
+    EXPECT_FALSE(opt.parameters_in_step());
+    ASSERT_TRUE(opt.use_global_parameters());
+    EXPECT_TRUE(identical_on_all_ranks(*comm, model.flat()));
+    if (comm->size() > 1) EXPECT_FALSE(same_bits(model.flat(), own));
+    opt.restore_own_parameters();
+    EXPECT_TRUE(same_bits(model.flat(), own));
     opt.synchronize_parameters();
     EXPECT_TRUE(identical_on_all_ranks(*comm, model.flat()));
     EXPECT_TRUE(opt.parameters_in_step());
@@ -212,6 +221,7 @@ TEST(StreamingDiloco, SaveWithAnExchangeInFlightThenLoadContinuesBitIdentically)
   DistributedOptimizer two(comm, sgd(0.9), y.specs(), settings(base));
   train(x, plain, rank, 0, 2);
   testing::expect_checkpoint_refused(plain, two);
+  EXPECT_FALSE(plain.use_global_parameters());  // plain diloco has no global model between points
 }
 
 TEST(StreamingDiloco, SettingsThatCannotWorkAreConfigurationErrors) {
