@@ -101,7 +101,9 @@ DistributedOptimizer::DistributedOptimizer(std::shared_ptr<CountingCommunicator>
 
   check_same_on_all_ranks(*comm_, config_.canonical() + params_.layout_canonical());
   if (config_.get_bool(config::keys::kBroadcastParameters)) broadcast_parameters();
-  engine_ = std::make_unique<Engine>([this](std::size_t b) { run_job(b); }, buckets_.size());
+  engines_.buckets =
+      std::make_unique<Engine>([this](std::size_t b) { run_job(b); }, buckets_.size());
+  if (local_sgd_->streaming()) start_fragment_engine();
   observers_.add(&timeline_);
   if (auto_) observers_.add(auto_.get());
   if (comm_->rank() == 0) log_startup(threshold_mib);

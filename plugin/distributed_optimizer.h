@@ -263,6 +263,10 @@ class DistributedOptimizer {
   void exchange_bucket(std::size_t b);
   // The AMP unscale-and-check of bucket b.
   void check_bucket(std::size_t b);
+  // Streaming diloco's exchanges on an engine of their own (Note [Streaming DiLoCo]); a failure
+  // there becomes an exception naming rank and fragment.
+  void start_fragment_engine();
+  void wait_fragments();
   // Waits for the engine; an engine failure becomes an exception naming rank, step and bucket.
   void wait_engine();
   void throw_if_failed() const;
@@ -315,8 +319,12 @@ class DistributedOptimizer {
   StepTimeline timeline_{0};
   StepObservers observers_;
   std::int64_t steps_ = 0;
-  // Last, so that it is destroyed first: its thread runs jobs over the members above.
-  std::unique_ptr<Engine> engine_;
+  // Last, so that they are destroyed first: their threads run jobs over the members above. The
+  // buckets' jobs, and streaming diloco's fragment exchanges (Note [Streaming DiLoCo]).
+  struct Engines {
+    std::unique_ptr<Engine> buckets;
+    std::unique_ptr<Engine> fragments;
+  } engines_;
 };
 
 }  // namespace gw

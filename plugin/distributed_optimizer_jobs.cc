@@ -3,6 +3,7 @@
 // an engine failure brought back to the caller with its rank, step and bucket.
 #include <optional>
 #include <stdexcept>
+#include <string>
 
 #include "plugin/distributed_optimizer.h"
 
@@ -17,7 +18,7 @@ void DistributedOptimizer::launch_released(std::size_t count) {
   for (std::size_t b = end - count; b < end; ++b) {
     buckets_.ready[b].record(params_.stream());
     // A bucket's job failed while backward went on (Note [Engine threads]): report it here.
-    if (!engine_->launch(b)) {
+    if (!engines_.buckets->launch(b)) {
       wait_engine();  // throws the failure
       throw std::logic_error(
           "DistributedOptimizer: the engine refused a bucket but reported no "
@@ -29,7 +30,8 @@ void DistributedOptimizer::launch_released(std::size_t count) {
 void DistributedOptimizer::launch_all() {
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     buckets_.ready[b].record(params_.stream());
-    if (!engine_->launch(b)) return;  // a job failed: the wait_engine() that follows reports it
+    if (!engines_.buckets->launch(b))
+      return;  // a job failed: the wait_engine() that follows reports it
   }
 }
 
@@ -97,14 +99,13 @@ void DistributedOptimizer::exchange_bucket(std::size_t b) {
 }
 
 void DistributedOptimizer::wait_engine() {
-  const std::optional<Engine::Failure> failure = engine_->wait();
+  const std::optional<Engine::Failure> failure = engines_.buckets->wait();
   if (!failure) return;
   const fusion::Bucket& b = buckets_.plan.buckets[failure->bucket];
   const std::string context = "gradwire engine on rank " + std::to_string(comm_->rank()) +
                               ", step " + std::to_string(steps_) + ", bucket " +
-                              std::to_string(b.index) + " of " +
-                              std::to_string(buckets_.size()) + " (" + params_.bucket_names(b) +
-                              "): ";
+                              std::to_string(b.index) + " of " + std::to_string(buckets_.size()) +
+                              " (" + params_.bucket_names(b) + "): ";
   buckets_.tracker.reset();
   // Keep the exception's type (a malformed peer payload stays a PayloadError), with the context.
   std::string& message = failure_.message;
@@ -122,6 +123,36 @@ void DistributedOptimizer::wait_engine() {
   } catch (...) {
     message = context + "unknown exception";
     throw std::runtime_error(message);
+  }
+}
+
+void DistributedOptimizer::start_fragment_engine() {
+  engines_.fragments = std::make_unique<Engine>(
+      [this](std::size_t f) { local_sgd_->run_fragment_job(f); }, local_sgd_->fragment_count());
+  local_sgd_->set_fragment_runner(
+      [this](std::size_t f) {
+        if (!engines_.fragments->launch(f)) {
+          wait_fragments();  // throws the failure
+          throw std::logic_error(
+              "DistributedOptimizer: the engine refused a fragment but "
+              "reported no failure");
+        }
+      },
+      [this] { wait_fragments(); });
+}
+
+void DistributedOptimizer::wait_fragments() {
+  const std::optional<Engine::Failure> failure = engines_.fragments->wait();
+  if (!failure) return;
+  const std::string context = "gradwire streaming diloco on rank " + std::to_string(comm_->rank()) +
+                              ", fragment " + std::to_string(failure->bucket) + " of " +
+                              std::to_string(local_sgd_->fragment_count()) + ": ";
+  try {
+    std::rethrow_exception(failure->error);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(context + e.what());
+  } catch (...) {
+    throw std::runtime_error(context + "unknown exception");
   }
 }
 

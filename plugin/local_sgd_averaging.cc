@@ -65,8 +65,6 @@ void LocalSgdAveraging::start_streaming(const SyncSettings::Streaming& streaming
     streaming_.fragments[f].buckets = streaming_.plan.buckets_of[f];
   if (streaming_.settings.mixing > 0.0f)
     streaming_.own = kernels::Buffer<float>(params_.numel(), stream_);
-  streaming_.engine =
-      std::make_unique<Engine>([this](std::size_t f) { run_fragment_job(f); }, fragments);
   if (streaming_.settings.delay > 0) {
     auto* counting = dynamic_cast<CountingCommunicator*>(&comm_);
     if (!counting) {

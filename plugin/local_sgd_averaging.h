@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <string>
@@ -16,7 +17,6 @@
 #include "fusion/fragments.h"
 #include "kernels/stream.h"
 #include "plugin/comm/communicator.h"
-#include "plugin/engine.h"
 #include "plugin/exchange/bucket_exchange.h"
 #include "plugin/logger.h"
 #include "plugin/optimizer.h"
@@ -129,6 +129,12 @@ class LocalSgdAveraging {
   // Blocks until the exchanges in flight have run (their outer steps wait for their step);
   // throws the engine's failure. Returns at once on the exchange's own thread.
   void wait_in_flight() const;
+  std::size_t fragment_count() const { return streaming_.fragments.size(); }
+  // Where the fragments' exchanges run (DistributedOptimizer's fragment engine): launch(f) queues
+  // run_fragment_job(f) there, wait() blocks until every queued one has run and throws a job's
+  // failure. Until they are set, an exchange runs at once on the caller's thread.
+  void set_fragment_runner(std::function<void(std::size_t)> launch, std::function<void()> wait);
+  void run_fragment_job(std::size_t f);  // exchange_fragment, marked as the exchange's thread
 
   // This rank's training loss for `step`; a period's loss counts from the switch to local steps.
   void add_loss(std::int64_t step, double loss);
@@ -163,7 +169,6 @@ class LocalSgdAveraging {
   void snapshot(std::size_t b);  // flat_ for bucket b: the parameters, or their deltas
   void start_streaming(const SyncSettings::Streaming& streaming);
   void start_fragment(std::size_t f, std::int64_t step);
-  void run_fragment_job(std::size_t f);  // the engine's job: exchange_fragment on its thread
   void exchange_fragment(std::size_t f);
   void finish_fragment(std::size_t f, float mixing, bool requested, const Logger& log);
   void record_point(AveragingPoint point, const Logger& log);
@@ -213,7 +218,8 @@ class LocalSgdAveraging {
     fusion::FragmentPlan plan;
     std::vector<Fragment> fragments;
     kernels::Buffer<float> own;  // the rank's parameters while the outer step overwrites them
-    std::unique_ptr<Engine> engine;
+    std::function<void(std::size_t)> launch;  // set_fragment_runner's
+    std::function<void()> wait;
     bool guarded = false;  // set_guard on comm_ (delay > 0)
   } streaming_;
   struct LossSince {  // this rank's losses since the last scheduled point

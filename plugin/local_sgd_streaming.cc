@@ -3,10 +3,10 @@
 // in the checkpoint.
 #include <algorithm>
 #include <istream>
-#include <optional>
 #include <ostream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "common/binary_stream.h"
 #include "kernels/update.h"
@@ -35,19 +35,14 @@ void LocalSgdAveraging::run_fragment_job(std::size_t f) {
 }
 
 void LocalSgdAveraging::wait_in_flight() const {
-  if (t_in_fragment_job || !streaming_.engine) return;
-  const std::optional<Engine::Failure> failure = streaming_.engine->wait();
-  if (!failure) return;
-  const std::string context = "gradwire streaming diloco on rank " + std::to_string(comm_.rank()) +
-                              ", fragment " + std::to_string(failure->bucket) + " of " +
-                              std::to_string(streaming_.fragments.size()) + ": ";
-  try {
-    std::rethrow_exception(failure->error);
-  } catch (const std::exception& e) {
-    throw std::runtime_error(context + e.what());
-  } catch (...) {
-    throw std::runtime_error(context + "unknown exception");
-  }
+  if (t_in_fragment_job || !streaming_.wait) return;
+  streaming_.wait();
+}
+
+void LocalSgdAveraging::set_fragment_runner(std::function<void(std::size_t)> launch,
+                                            std::function<void()> wait) {
+  streaming_.launch = std::move(launch);
+  streaming_.wait = std::move(wait);
 }
 
 bool LocalSgdAveraging::in_flight() const {
@@ -118,10 +113,10 @@ void LocalSgdAveraging::start_fragment(std::size_t f, std::int64_t step) {
   fr.started_after = step;
   fr.started_local_steps = fr.local_steps;
   fr.local_steps = 0;
-  if (!streaming_.engine->launch(f)) {
-    wait_in_flight();  // throws the failure
-    throw std::logic_error(
-        "streaming diloco: the engine refused a fragment but reported no failure");
+  if (streaming_.launch) {
+    streaming_.launch(f);
+  } else {
+    run_fragment_job(f);
   }
 }
 
