@@ -173,8 +173,6 @@ CountingCommunicator::Bytes CountingCommunicator::charge(const Collective& c) co
   return {};
 }
 
-// The inner communicator first: it refuses what it cannot carry (a data type it does not know,
-// say) with its own CommError, which charge() would pre-empt with a plainer one.
 void CountingCommunicator::set_guard(const void* owner, std::function<void()> guard) {
   std::lock_guard<std::mutex> lock(guards_mutex_);
   std::vector<std::pair<const void*, std::function<void()>>> kept;
@@ -195,6 +193,8 @@ void CountingCommunicator::run_guards() {
   for (const auto& call : calls) call();  // outside the lock: a guard's wait runs collectives
 }
 
+// The inner communicator first: it refuses what it cannot carry (a data type it does not know,
+// say) with its own CommError, which charge() would pre-empt with a plainer one.
 WorkHandle CountingCommunicator::start(const Collective& c) {
   if (guard_count_.load() != 0) run_guards();
   WorkHandle work = inner_->start(c);
